@@ -1,0 +1,120 @@
+"""``Trace``: a traced forward pass and everything a user does with it (view, draw, save, show).
+
+Each method delegates to one pipeline stage, imported lazily so that loading a saved trace
+needs neither torch nor dash.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .graph import Graph
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import networkx
+    import plotly.graph_objects as go
+
+    from .layout.types import Layout
+    from .view_types import VisibleGraph
+
+
+class Trace:
+    """A traced forward pass: ``graph`` (pure data) plus, for a failed pass, the original ``error``."""
+
+    def __init__(self, graph: Graph, error: BaseException | None = None) -> None:
+        self.graph = graph
+        self.error = error
+
+    def __repr__(self) -> str:
+        state = "failed" if self.failed else "ok"
+        return (f"<Trace {self.graph.model_name or 'model'}: {self.graph.op_count} ops, "
+                f"{len(self.graph.module_calls)} module calls, {state}>")
+
+    @property
+    def failed(self) -> bool:
+        return self.graph.error is not None
+
+    @property
+    def id(self) -> str:
+        """A content hash: the same graph always gets the same id (keys server registries and caches)."""
+        import hashlib
+
+        return hashlib.sha1(self.graph.to_json(indent=None).encode()).hexdigest()[:16]
+
+    def raise_if_failed(self) -> None:
+        """Re-raise the model's own exception (with its traceback) if the forward pass failed."""
+        if self.error is not None:
+            raise self.error
+        if self.graph.error is not None:  # loaded from a file: only the text survives
+            err = self.graph.error
+            raise RuntimeError(f"{err.type}: {err.message}\n(traced forward pass failed; traceback:)\n{err.traceback}")
+
+    # ---- persistence -------------------------------------------------------------------
+    def save(self, path: str | Path) -> Path:
+        return self.graph.save(path)
+
+    def to_json(self) -> str:
+        return self.graph.to_json()
+
+    # ---- views and drawing -------------------------------------------------------------
+    def view(self, depth: int | None = 1, expanded: Iterable[str] | None = None, *, fold_repeats: bool = True,
+             unfolded: Iterable[str] | None = None, show_params: bool = False,
+             node_budget: int | None = None) -> VisibleGraph:
+        """What is drawn for an expand state; ``expanded`` takes ModuleCall ids or qualnames."""
+        from . import view as view_mod
+
+        spec = view_mod.make_spec(self.graph, depth=depth, expanded=expanded, fold_repeats=fold_repeats,
+                                  unfolded=unfolded, show_params=show_params)
+        return view_mod.build_view(self.graph, spec, node_budget=node_budget)
+
+    def layout(self, v: VisibleGraph | None = None, rankdir: str = "TB") -> Layout:
+        """Node boxes, cluster boxes and edge paths for a view (the default view if none is given)."""
+        from .layout import layout_view
+
+        return layout_view(v if v is not None else self.view(), rankdir=rankdir)
+
+    def figure(self, depth: int | None = 1, expanded: Iterable[str] | None = None, *, theme: str = "light",
+               rankdir: str = "TB", **view_options: Any) -> go.Figure:
+        """A plotly Figure of one view, usable anywhere Plotly is."""
+        from .render import make_figure
+
+        v = self.view(depth=depth, expanded=expanded, **view_options)
+        return make_figure(self.graph, v, self.layout(v, rankdir=rankdir), theme=theme)
+
+    def to_html(self, path: str | Path, **figure_options: Any) -> Path:
+        """A standalone HTML file (plotly.js embedded): zoom, pan and hover work offline."""
+        from .render.export import export
+
+        return export(self, Path(path), fmt="html", **figure_options)
+
+    def export(self, path: str | Path, **figure_options: Any) -> Path:
+        """Write the picture to ``path``; the extension picks the format (html, svg, png, pdf, json)."""
+        from .render.export import export
+
+        return export(self, Path(path), **figure_options)
+
+    def to_networkx(self, depth: int | None = None) -> networkx.MultiDiGraph:
+        """Every op as a node (``depth=None``), or module calls below ``depth`` collapsed into one node each."""
+        from .nx_export import to_networkx
+
+        return to_networkx(self.graph, depth=depth)
+
+    def show(self, mode: str = "inline", **options: Any) -> Any:
+        """Draw the interactive graph in a notebook (``inline``), print its URL (``external``) or open a ``tab``.
+
+        On a failed trace the partial graph is drawn first, then the model's exception is re-raised.
+        """
+        from .app.notebook import show
+
+        return show(self, mode=mode, **options)
+
+
+def load_trace(path: str | Path) -> Trace:
+    """Load a trace saved with ``Trace.save`` (JSON only: nothing is unpickled)."""
+    graph = Graph.load(path)
+    if graph.error is not None:
+        warnings.warn(f"this trace's forward pass failed: {graph.error.type}: {graph.error.message}", stacklevel=2)
+    return Trace(graph)

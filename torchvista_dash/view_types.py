@@ -1,0 +1,69 @@
+"""What is drawn: the types shared by ``view`` (which builds them) and ``layout``/``render`` (which read them).
+
+Kept apart from ``view.py`` so the contract between the pipeline stages is one short file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .graph import TensorMeta
+
+VisibleKind = Literal["input", "output", "op", "constant", "parameter", "module", "folded"]
+
+
+@dataclass(frozen=True)
+class ViewSpec:
+    """A view: which module calls are open, plus drawing options. Hashable: it keys the layout cache."""
+
+    expanded: frozenset[str] = frozenset()      # ModuleCall ids that are open (clusters)
+    fold_repeats: bool = True                   # fold runs of identical sibling calls into "Cls ×N"
+    unfolded: frozenset[str] = frozenset()      # folded-group ids the user opened again
+    show_params: bool = False                   # draw parameter / constant nodes
+
+
+@dataclass(frozen=True)
+class VisibleNode:
+    """One box on screen: a graph node, a collapsed module call, or a folded run of calls."""
+
+    id: str                         # graph node id, ModuleCall id, or folded-group id ("fold:<first call id>")
+    kind: str                       # a VisibleKind
+    label: str                      # main text ("linear", "encoder: BertEncoder", "GPT2Block ×12")
+    parent: str | None              # id of the cluster (expanded ModuleCall) it sits directly in
+    sublabel: str = ""              # second line (class name, shape, ...)
+    failed: bool = False            # the failing op, or a collapsed call that contains it
+    count: int = 1                  # for folded groups: how many calls were folded
+    members: tuple[str, ...] = ()   # for modules: (call id,); for folded groups: every folded call id
+
+
+@dataclass(frozen=True)
+class VisibleEdge:
+    """A tensor between two visible boxes (parallel edges carrying the same tensor are merged)."""
+
+    src: str
+    dst: str
+    tensor: str
+    meta: TensorMeta
+    label: str = ""                 # shape text drawn on the edge, e.g. "1×32×768"
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """An expanded module call: a box around its visible contents."""
+
+    id: str                         # ModuleCall id
+    label: str                      # "encoder.layer.0: BertLayer"
+    parent: str | None              # enclosing cluster id
+    failed: bool = False
+
+
+@dataclass(frozen=True)
+class VisibleGraph:
+    """Everything one view draws; plain data, pure function of (Graph, ViewSpec)."""
+
+    nodes: tuple[VisibleNode, ...]
+    edges: tuple[VisibleEdge, ...]
+    clusters: tuple[Cluster, ...]
+    spec: ViewSpec
+    notes: tuple[str, ...] = field(default=())   # e.g. "auto-collapsed below depth 3: 5,230 nodes over budget"
