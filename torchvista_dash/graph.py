@@ -72,7 +72,8 @@ class ModuleCall:
     extra_repr: str = ""
     attrs: tuple[tuple[str, str], ...] = ()
     failed: bool = False
-    depth: int = 0
+    depth: int = 0                  # 0 for the root call
+    builtin: bool = False           # a torch.nn class (nn.Linear, ...): views start with it collapsed
 
     @property
     def name(self) -> str:
@@ -294,7 +295,7 @@ def _call_to_dict(c: ModuleCall) -> dict[str, Any]:
     return {
         "id": c.id, "qualname": c.qualname, "cls": c.cls, "parent": c.parent, "call_index": c.call_index,
         "num_params": c.num_params, "extra_repr": c.extra_repr, "attrs": [list(a) for a in c.attrs],
-        "failed": c.failed, "depth": c.depth,
+        "failed": c.failed, "depth": c.depth, "builtin": c.builtin,
         "params": [
             {"name": p.name, "shape": list(p.shape), "dtype": p.dtype, "trainable": p.trainable,
              "is_buffer": p.is_buffer}
@@ -309,6 +310,7 @@ def _call_from_dict(d: Mapping[str, Any]) -> ModuleCall:
         parent=None if d["parent"] is None else str(d["parent"]), call_index=int(d["call_index"]),
         num_params=int(d["num_params"]), extra_repr=str(d["extra_repr"]),
         attrs=tuple((str(k), str(v)) for k, v in d["attrs"]), failed=bool(d["failed"]), depth=int(d["depth"]),
+        builtin=bool(d["builtin"]),
         params=tuple(
             ParamInfo(name=str(p["name"]), shape=tuple(int(s) for s in p["shape"]), dtype=str(p["dtype"]),
                       trainable=bool(p["trainable"]), is_buffer=bool(p["is_buffer"]))
