@@ -11,7 +11,7 @@ serve: $(STAMP) system
 	$(BIN)/python -m torchvista_dash serve --port 8050
 
 test: $(STAMP) system
-	$(BIN)/python -m ruff check torchvista_dash tests bench apps
+	$(BIN)/python -m ruff check .
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP) system
@@ -21,7 +21,7 @@ images: $(STAMP) system
 	$(BIN)/python docs/make_images.py
 
 lint: $(STAMP)
-	$(BIN)/python -m ruff check torchvista_dash tests bench apps
+	$(BIN)/python -m ruff check .
 
 # Graphviz (dot) and Chromium (browser tests, screenshots) from the system's packages, when missing.
 system:
