@@ -1,0 +1,395 @@
+"""Graph + expand state → VisibleGraph: what one view of a trace draws.
+
+A view opens some module calls (clusters) and shows every other call as one box; runs of identical
+sibling calls (``GPT2Block`` ×12) fold into one box. Everything here is a pure function of the Graph and a
+``ViewSpec``, so the same view always gives the same VisibleGraph (which keys the layout cache).
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import weakref
+from bisect import bisect_right
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+from .graph import Graph, ModuleCall
+from .view_types import Cluster, ViewSpec, VisibleEdge, VisibleGraph, VisibleNode
+
+DEFAULT_NODE_BUDGET = 1500
+FOLD_PREFIX = "fold:"
+_HIDDEN_KINDS = ("parameter", "constant")
+
+
+# ---- per-graph analysis (computed once per Graph object) --------------------------------------
+@dataclass
+class _Index:
+    order: dict[str, int]                              # node id → position in the forward pass
+    call_chain: dict[str, tuple[str, ...]]             # call id → its ancestors outer→inner, itself last
+    span: dict[str, tuple[int, int]]                   # call id → first/last node position in its subtree
+    signature: dict[str, str]                          # call id → structural digest
+    runs: dict[str, tuple[str, ...]] = field(default_factory=dict)   # fold id → member call ids
+    fold_of: dict[str, str] = field(default_factory=dict)            # member call id → fold id
+
+
+_INDEX: dict[int, _Index] = {}
+
+
+def _index(graph: Graph) -> _Index:
+    """The structural analysis of ``graph``, cached for the graph's lifetime."""
+    key = id(graph)
+    idx = _INDEX.get(key)
+    if idx is None:
+        idx = _analyse(graph)
+        _INDEX[key] = idx
+        weakref.finalize(graph, _INDEX.pop, key, None)
+    return idx
+
+
+def _analyse(graph: Graph) -> _Index:
+    calls = graph.call_by_id
+    chain: dict[str, tuple[str, ...]] = {}
+
+    def chain_of(cid: str) -> tuple[str, ...]:
+        todo = []
+        cur: str | None = cid
+        while cur is not None and cur not in chain:
+            todo.append(cur)
+            cur = calls[cur].parent
+        base = chain[cur] if cur is not None else ()
+        for c in reversed(todo):
+            base = base + (c,)
+            chain[c] = base
+        return chain[cid]
+
+    for c in graph.module_calls:
+        chain_of(c.id)
+    order = {n.id: i for i, n in enumerate(graph.nodes)}
+    node_chain = {n.id: (chain[n.parent] if n.parent is not None else ()) for n in graph.nodes}
+
+    span: dict[str, tuple[int, int]] = {}
+    for n in graph.nodes:
+        i = order[n.id]
+        for c in node_chain[n.id]:
+            lo, hi = span.get(c, (i, i))
+            span[c] = (min(lo, i), max(hi, i))
+
+    # tensors crossing each call's boundary, and which sibling feeds which
+    ins: dict[str, dict[str, tuple[int, ...]]] = {}
+    outs: dict[str, dict[str, tuple[int, ...]]] = {}
+    feeds: set[tuple[str, str]] = set()
+    kinds = {n.id: n.kind for n in graph.nodes}
+    for e in graph.edges:
+        s, d = node_chain[e.src], node_chain[e.dst]
+        p = 0
+        while p < len(s) and p < len(d) and s[p] == d[p]:
+            p += 1
+        if p < len(s) and p < len(d):
+            feeds.add((s[p], d[p]))
+        if kinds[e.src] in _HIDDEN_KINDS:
+            continue
+        for c in s[p:]:
+            outs.setdefault(c, {}).setdefault(e.tensor, e.meta.shape)
+        for c in d[p:]:
+            ins.setdefault(c, {}).setdefault(e.tensor, e.meta.shape)
+
+    # structural signatures, innermost calls first
+    signature: dict[str, str] = {}
+    items: dict[str, list[tuple[int, object]]] = {c.id: [] for c in graph.module_calls}
+    for n in graph.nodes:
+        if n.parent is not None:
+            items[n.parent].append((order[n.id], ("n", n.kind, n.name if n.kind not in _HIDDEN_KINDS else "",
+                                                  tuple(m.shape for m in n.outputs))))
+    for c in sorted(graph.module_calls, key=lambda c: -len(chain[c.id])):
+        body = sorted(items[c.id], key=lambda t: t[0])
+        desc = (c.cls, c.extra_repr, tuple((p.name, p.shape, p.dtype) for p in c.params),
+                tuple(x for _, x in body), tuple(ins.get(c.id, {}).values()), tuple(outs.get(c.id, {}).values()))
+        signature[c.id] = hashlib.sha1(repr(desc).encode()).hexdigest()[:20]
+        if c.parent is not None and c.id in span:
+            items[c.parent].append((span[c.id][0], ("c", signature[c.id])))
+
+    idx = _Index(order=order, call_chain=chain, span=span, signature=signature)
+
+    # runs of ≥2 consecutive, chained, structurally identical siblings
+    direct_ops: dict[str | None, list[int]] = {}
+    for n in graph.nodes:
+        if n.kind == "op":
+            direct_ops.setdefault(n.parent, []).append(order[n.id])
+    for parent, kids in graph.children_calls.items():
+        ops = direct_ops.get(parent, [])
+        run: list[str] = []
+        for cid in kids + [None]:
+            if cid is not None and cid not in span:
+                cid = None  # a call that recorded nothing breaks any run
+            if run and cid is not None and _continues(idx, ops, feeds, run[-1], cid):
+                run.append(cid)
+                continue
+            if len(run) >= 2:
+                fid = FOLD_PREFIX + run[0]
+                idx.runs[fid] = tuple(run)
+                for m in run:
+                    idx.fold_of[m] = fid
+            run = [cid] if cid is not None else []
+    return idx
+
+
+def _continues(idx: _Index, parent_ops: list[int], feeds: set[tuple[str, str]], prev: str, cur: str) -> bool:
+    if idx.signature[prev] != idx.signature[cur] or (prev, cur) not in feeds:
+        return False
+    last, first = idx.span[prev][1], idx.span[cur][0]
+    if first < last:
+        return False
+    k = bisect_right(parent_ops, last)  # a parent-level op between the two breaks the run
+    return not (k < len(parent_ops) and parent_ops[k] < first)
+
+
+def folds(graph: Graph) -> dict[str, tuple[str, ...]]:
+    """Every foldable run of the graph: fold id → member call ids (whatever the view)."""
+    return dict(_index(graph).runs)
+
+
+# ---- specs -----------------------------------------------------------------------------------
+def auto_expanded(call: ModuleCall, depth: int | None) -> bool:
+    """Whether ``depth`` alone opens ``call``: depth None opens everything; otherwise calls shallower than
+    ``depth`` that are not built-in. The root call opens at depth ≥ 1 even when it is a built-in
+    (an ``nn.Sequential`` model must still show its layers)."""
+    if depth is None:
+        return True
+    return call.depth < depth and (not call.builtin or call.parent is None)
+
+
+def _resolve_calls(graph: Graph, names: Iterable[str], what: str) -> list[str]:
+    out: list[str] = []
+    for name in names:
+        if name in graph.call_by_id:
+            out.append(name)
+        elif name in graph.calls_by_qualname:
+            out.extend(c.id for c in graph.calls_by_qualname[name])
+        else:
+            known = sorted(set(graph.calls_by_qualname) | set(graph.call_by_id))
+            close = difflib.get_close_matches(str(name), known, n=3, cutoff=0.5)
+            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else \
+                f"; module qualnames look like {', '.join(repr(k) for k in known[:4])}"
+            raise ValueError(f"unknown module {name!r} in {what}: not a module call id or qualname of "
+                             f"{graph.model_name or 'this model'}{hint}")
+    return out
+
+
+def make_spec(graph: Graph, depth: int | None = 1, expanded: Iterable[str] | None = None,
+              fold_repeats: bool = True, unfolded: Iterable[str] | None = None,
+              show_params: bool = False) -> ViewSpec:
+    """Build a ViewSpec: calls opened by ``depth`` plus ``expanded`` (call ids or qualnames).
+
+    Naming a call in ``expanded`` also opens its ancestors and unfolds any folded run hiding it, so the
+    named call is really on screen.
+    """
+    if depth is not None and (not isinstance(depth, int) or depth < 0):
+        raise ValueError(f"depth must be a non-negative int or None (everything expanded), got {depth!r}")
+    if isinstance(expanded, str) or isinstance(unfolded, str):
+        raise TypeError("expanded/unfolded take a collection of names, e.g. expanded={'encoder'}, not a string")
+    idx = _index(graph)
+    opened = {c.id for c in graph.module_calls if auto_expanded(c, depth)}
+    opened_folds: set[str] = set()
+    for cid in _resolve_calls(graph, expanded or (), "expanded"):
+        for c in idx.call_chain[cid]:
+            opened.add(c)
+            if c in idx.fold_of:
+                opened_folds.add(idx.fold_of[c])
+    for name in unfolded or ():
+        fid = name if name.startswith(FOLD_PREFIX) else FOLD_PREFIX + name
+        if fid not in idx.runs:
+            close = difflib.get_close_matches(fid, sorted(idx.runs), n=3, cutoff=0.5)
+            raise ValueError(f"unknown folded group {name!r} in unfolded; folded groups of this graph: "
+                             f"{', '.join(repr(c) for c in (close or sorted(idx.runs)[:5])) or 'none'}")
+        opened_folds.add(fid)
+    return ViewSpec(expanded=frozenset(opened), fold_repeats=bool(fold_repeats),
+                    unfolded=frozenset(opened_folds), show_params=bool(show_params))
+
+
+# ---- building a view -------------------------------------------------------------------------
+def _short_name(qualname: str) -> str:
+    """The attribute name, with its container's name when it is a list index ("layers.5", not "5")."""
+    parts = qualname.split(".")
+    return ".".join(parts[-2:]) if parts[-1].isdigit() and len(parts) > 1 else parts[-1]
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return "×".join(str(s) for s in shape) if shape else "scalar"
+
+
+class _Reps:
+    """Which visible box stands for each call under a spec: (box id, the call of the chain that is hidden)."""
+
+    def __init__(self, graph: Graph, idx: _Index, spec: ViewSpec) -> None:
+        self.idx = idx
+        self.spec = spec
+        self.active = {f for f in idx.runs if f not in spec.unfolded} if spec.fold_repeats else set()
+        self._memo: dict[str, tuple[str, str] | None] = {}
+
+    def of_call(self, cid: str) -> tuple[str, str] | None:
+        """None if the call and all its ancestors are open (it is a cluster)."""
+        if cid in self._memo:
+            return self._memo[cid]
+        rep = None
+        for c in self.idx.call_chain[cid]:
+            f = self.idx.fold_of.get(c)
+            if f is not None and f in self.active:
+                rep = (f, c)
+                break
+            if c not in self.spec.expanded:
+                rep = (c, c)
+                break
+        self._memo[cid] = rep
+        return rep
+
+
+def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
+    idx = _index(graph)
+    reps = _Reps(graph, idx, spec)
+    calls = graph.call_by_id
+    vis: dict[str, VisibleNode] = {}
+    node_rep: dict[str, tuple[str, str | None]] = {}
+    for n in graph.nodes:
+        r = reps.of_call(n.parent) if n.parent is not None else None
+        if r is None:
+            node_rep[n.id] = (n.id, None)
+            if n.kind in _HIDDEN_KINDS and not spec.show_params:
+                continue
+            sub = _shape_text(n.outputs[0].shape) if n.outputs else ""
+            vis[n.id] = VisibleNode(n.id, n.kind, n.name, n.parent, sublabel=sub, failed=n.error is not None)
+            continue
+        box, member = r
+        node_rep[n.id] = (box, member)
+        if box in vis:
+            continue
+        if box.startswith(FOLD_PREFIX):
+            members = idx.runs[box]
+            first, last = calls[members[0]], calls[members[-1]]
+            vis[box] = VisibleNode(box, "folded", f"{first.cls} ×{len(members)}", first.parent,
+                                   sublabel=f"{first.qualname} … {last.qualname}",
+                                   failed=any(calls[m].failed for m in members), count=len(members),
+                                   members=members)
+        else:
+            c = calls[box]
+            label = f"{_short_name(c.qualname)}: {c.cls}" if c.parent is not None else c.cls
+            if c.call_index:
+                label += f" #{c.call_index}"
+            vis[box] = VisibleNode(box, "module", label, c.parent, failed=c.failed, members=(box,))
+
+    edges: dict[tuple[str, str, str], VisibleEdge] = {}
+    kinds = {n.id: n.kind for n in graph.nodes}
+    for e in graph.edges:
+        if kinds[e.src] in _HIDDEN_KINDS and not spec.show_params:
+            continue
+        (rs, ms), (rd, md) = node_rep[e.src], node_rep[e.dst]
+        if rs == rd or rs not in vis or rd not in vis:
+            continue
+        # a folded run's boundary: what enters its first member and what leaves its last
+        if rd.startswith(FOLD_PREFIX) and md != idx.runs[rd][0]:
+            continue
+        if rs.startswith(FOLD_PREFIX) and ms != idx.runs[rs][-1]:
+            continue
+        key = (rs, rd, e.tensor)
+        if key not in edges:
+            edges[key] = VisibleEdge(rs, rd, e.tensor, e.meta, label=_shape_text(e.meta.shape))
+
+    used: set[str] = set()
+    for v in vis.values():
+        p = v.parent
+        while p is not None and p not in used:
+            used.add(p)
+            p = calls[p].parent
+    clusters = tuple(
+        Cluster(c.id, f"{c.qualname}: {c.cls}" + (f" #{c.call_index}" if c.call_index else "")
+                if c.parent is not None else c.cls, c.parent, failed=c.failed)
+        for c in graph.module_calls if c.id in used)
+    return VisibleGraph(nodes=tuple(vis.values()), edges=tuple(edges.values()), clusters=clusters, spec=spec)
+
+
+def build_view(graph: Graph, spec: ViewSpec, node_budget: int | None = None) -> VisibleGraph:
+    """The VisibleGraph of ``spec``. Over ``node_budget`` boxes (default 1500), the deepest open calls are
+    collapsed until it fits, and ``notes`` says so; the returned ``spec`` is the one actually drawn."""
+    budget = DEFAULT_NODE_BUDGET if node_budget is None else int(node_budget)
+    if budget < 1:
+        raise ValueError(f"node_budget must be at least 1, got {node_budget!r}")
+    vg = _build(graph, spec)
+    if len(vg.nodes) <= budget:
+        return vg
+    requested = len(vg.nodes)
+    calls = graph.call_by_id
+    for d in sorted({calls[c].depth for c in spec.expanded}, reverse=True):
+        smaller = replace(spec, expanded=frozenset(c for c in spec.expanded if calls[c].depth < d))
+        vg = _build(graph, smaller)
+        if len(vg.nodes) <= budget:
+            break
+    note = (f"auto-collapsed module calls at depth ≥ {d}: the requested view has {requested:,} boxes, "
+            f"over the budget of {budget:,} (raise node_budget to draw it)")
+    return replace(vg, notes=vg.notes + (note,))
+
+
+# ---- interaction -----------------------------------------------------------------------------
+def _descendants(graph: Graph, cid: str) -> set[str]:
+    out = {cid}
+    todo = [cid]
+    while todo:
+        for k in graph.children_calls.get(todo.pop(), []):
+            out.add(k)
+            todo.append(k)
+    return out
+
+
+def toggle(graph: Graph, spec: ViewSpec, visible_id: str) -> ViewSpec:
+    """What a click does: expand a collapsed call, collapse an open cluster (and everything inside it),
+    unfold a folded group. Clicking a plain node (an op, an input) changes nothing."""
+    idx = _index(graph)
+    if visible_id in idx.runs:
+        return replace(spec, unfolded=spec.unfolded ^ {visible_id})
+    if visible_id in graph.call_by_id:
+        if visible_id not in spec.expanded:
+            return replace(spec, expanded=spec.expanded | {visible_id})
+        inside = _descendants(graph, visible_id)
+        inside_only = inside - {visible_id}  # runs among its descendants refold; its own run stays open
+        return replace(spec, expanded=spec.expanded - inside,
+                       unfolded=frozenset(f for f in spec.unfolded if idx.runs[f][0] not in inside_only))
+    if visible_id in graph.node_by_id:
+        return spec
+    raise ValueError(f"toggle: {visible_id!r} is not a node, module call or folded group of this graph")
+
+
+def expand_to(graph: Graph, spec: ViewSpec, call_or_node_id: str) -> ViewSpec:
+    """Open every ancestor (and unfold every run) hiding ``call_or_node_id`` so it is drawn."""
+    idx = _index(graph)
+    show_params = spec.show_params
+    if call_or_node_id in graph.call_by_id:
+        chain = idx.call_chain[call_or_node_id]
+        opened, hidden_in = chain[:-1], chain
+    elif call_or_node_id in graph.node_by_id:
+        n = graph.node_by_id[call_or_node_id]
+        chain = idx.call_chain[n.parent] if n.parent is not None else ()
+        opened = hidden_in = chain
+        show_params = show_params or n.kind in _HIDDEN_KINDS
+    else:
+        cid = _resolve_calls(graph, [call_or_node_id], "expand_to")[0]
+        return expand_to(graph, spec, cid)
+    unfold = {idx.fold_of[c] for c in hidden_in if c in idx.fold_of}
+    return replace(spec, expanded=spec.expanded | set(opened), unfolded=spec.unfolded | unfold,
+                   show_params=show_params)
+
+
+def visible_id_of(graph: Graph, vg: VisibleGraph, call_or_node_id: str) -> str | None:
+    """The visible box (node, collapsed call, folded group) or cluster that shows ``call_or_node_id`` now."""
+    idx = _index(graph)
+    node_ids = {v.id for v in vg.nodes}
+    cluster_ids = {c.id for c in vg.clusters}
+    reps = _Reps(graph, idx, vg.spec)
+    if call_or_node_id in graph.call_by_id:
+        r = reps.of_call(call_or_node_id)
+        found = call_or_node_id if r is None else r[0]
+    elif call_or_node_id in graph.node_by_id:
+        n = graph.node_by_id[call_or_node_id]
+        r = reps.of_call(n.parent) if n.parent is not None else None
+        found = r[0] if r is not None else (n.id if n.id in node_ids else n.parent)
+    else:
+        return None
+    return found if found in node_ids or found in cluster_ids else None
