@@ -1,0 +1,315 @@
+"""Layout → plotly Figure: a handful of traces grouped by style, never one shape per node.
+
+Measured guidance (DESIGN.md): one Scatter path per style (``None`` between boxes) zooms ~3.5× faster
+than a layout shape + annotation per node. So: cluster fills (one trace per nesting depth, so deeper
+clusters draw on top), edges (one line trace per style), arrowheads (one filled trace), node boxes
+(one filled trace per kind), labels (one text trace that also carries hover and click ids),
+cluster headers and ⊖ toggles (text + marker traces, clickable), edge labels (one text trace).
+
+Coordinates are Graphviz points (y up), so axis ranges, ``relayoutData`` and the app's viewport
+shifts all speak the layout's units. Equal aspect: ``yaxis.scaleanchor = "x"``.
+
+Labels: plotly text is sized in pixels, not data units. The label size is chosen so that labels
+fit their boxes when the whole graph is fitted into a nominal 1100×700 px plot area, clamped to
+7–13 px. Small views read at full size; on a huge view the labels overlap at the initial fit and
+become readable as soon as one zooms in (the boxes grow, the text keeps its size).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import plotly.graph_objects as go
+
+from ..graph import Graph
+from ..layout.types import Box, Layout
+from ..view_types import VisibleGraph
+from . import shapes
+from .hover import HoverIndex, esc
+from .style import CLOSE_MARK, OPEN_MARK, SHAPES, Theme, get_theme, kind_style
+
+# Constant uirevision: Dash keeps the user's zoom across figure updates while it stays the same.
+# The app sets ``fig.layout.uirevision`` to something else when it wants the new ranges applied.
+UIREVISION = "torchvista_dash"
+
+NOMINAL_PLOT_PX = (1100.0, 700.0)
+LABEL_PT = 11.0                 # the font size (points) boxes are sized for by the layout
+LABEL_PX_RANGE = (7.0, 13.0)
+HEADER_OFFSET = 10.0            # cluster header baseline: points below the cluster's top edge
+TOGGLE_INSET = 10.0             # ⊖ toggle: points right of the cluster's left edge
+CLUSTER_RADIUS = 8.0
+MAX_CLUSTER_DEPTH_TRACES = 6    # deeper clusters share the last fill trace
+PAD = 12.0                      # points around the graph in the initial view
+FAILED_WINDOW = (900.0, 600.0)  # points shown around the failing op in a failed trace's initial view
+SCROLL_CONFIG = {"scrollZoom": True, "displaylogo": False, "doubleClick": "reset"}
+
+
+def _bounds(layout: Layout) -> Box:
+    boxes = list(layout.nodes.values()) + list(layout.clusters.values())
+    xs = [b[0] for b in boxes] + [b[2] for b in boxes]
+    ys = [b[1] for b in boxes] + [b[3] for b in boxes]
+    for e in layout.edges:
+        xs.extend(p[0] for p in e.points)
+        ys.extend(p[1] for p in e.points)
+    if not xs:
+        return (0.0, 0.0, max(layout.width, 1.0), max(layout.height, 1.0))
+    return (min(xs), min(ys), max(xs), max(ys))
+
+
+def label_px(bounds: Box) -> float:
+    """Label font size in px: what fits the boxes at the initial fit, clamped to a readable range."""
+    w = max(bounds[2] - bounds[0] + 2 * PAD, 1.0)
+    h = max(bounds[3] - bounds[1] + 2 * PAD, 1.0)
+    scale = min(NOMINAL_PLOT_PX[0] / w, NOMINAL_PLOT_PX[1] / h)
+    lo, hi = LABEL_PX_RANGE
+    return round(max(lo, min(hi, LABEL_PT * scale)), 1)
+
+
+def _check(vg: VisibleGraph, layout: Layout, highlight: str | None) -> None:
+    missing = [n.id for n in vg.nodes if n.id not in layout.nodes]
+    missing += [c.id for c in vg.clusters if c.id not in layout.clusters]
+    if missing:
+        raise ValueError(
+            f"the layout does not match the view: no box for {', '.join(missing[:5])}"
+            f"{' …' if len(missing) > 5 else ''}; lay out this same view (layout_view(vg)) before drawing it"
+        )
+    if highlight is not None and highlight not in layout.nodes and highlight not in layout.clusters:
+        raise ValueError(f"highlight={highlight!r} is not drawn in this view; pass the id of a visible node "
+                         "or expanded module (a search result inside a collapsed module: highlight that module)")
+
+
+def _cluster_depths(vg: VisibleGraph) -> dict[str, int]:
+    parent = {c.id: c.parent for c in vg.clusters}
+    depth: dict[str, int] = {}
+    for c in vg.clusters:
+        d, cur, seen = 0, c.parent, {c.id}
+        while cur is not None and cur in parent and cur not in seen:
+            seen.add(cur)
+            d += 1
+            cur = parent[cur]
+        depth[c.id] = d
+    return depth
+
+
+def _path_trace(name: str, xs: list, ys: list, *, fill: str | None, line: str, width: float,
+                dash: str | None = None, gl: bool = False) -> dict[str, Any]:
+    t: dict[str, Any] = {
+        "type": "scattergl" if gl else "scatter", "name": name, "x": xs, "y": ys, "mode": "lines",
+        "line": {"color": line, "width": width}, "hoverinfo": "skip", "showlegend": False,
+    }
+    if dash:
+        t["line"]["dash"] = dash
+    if fill is not None:
+        t["fill"] = "toself"
+        t["fillcolor"] = fill
+    return t
+
+
+def _node_label(vn: Any, sub_px: float) -> str:
+    label = esc(vn.label)
+    if vn.kind == "folded" and vn.count > 1 and f"×{vn.count}" not in vn.label:
+        label += f" ×{vn.count}"
+    if vn.kind in ("module", "folded"):
+        label = f"{OPEN_MARK} {label}"
+    if vn.sublabel:
+        label += f"<br><span style=\"font-size:{sub_px}px\">{esc(vn.sublabel)}</span>"
+    return label
+
+
+def _initial_ranges(graph: Graph, vg: VisibleGraph, layout: Layout, bounds: Box) -> tuple[list, list]:
+    x0, y0, x1, y1 = bounds
+    xr, yr = [x0 - PAD, x1 + PAD], [y0 - PAD, y1 + PAD]
+    failed = [n.id for n in vg.nodes if n.failed]
+    if graph.error is not None and failed:
+        target = graph.error.node if graph.error.node in layout.nodes else failed[0]
+        bx0, by0, bx1, by1 = layout.nodes[target]
+        cx, cy = (bx0 + bx1) / 2, (by0 + by1) / 2
+        hw = min(xr[1] - xr[0], FAILED_WINDOW[0]) / 2
+        hh = min(yr[1] - yr[0], FAILED_WINDOW[1]) / 2
+        xr, yr = [cx - hw, cx + hw], [cy - hh, cy + hh]
+    return [round(v, 1) for v in xr], [round(v, 1) for v in yr]
+
+
+def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "light", *,
+                highlight: str | None = None, webgl: bool = False,
+                uirevision: Any = UIREVISION) -> go.Figure:
+    """Draw one laid-out view as a plotly Figure; every clickable point carries its visible id in customdata.
+
+    ``highlight`` outlines one visible node or expanded cluster (a search hit). ``webgl`` draws boxes,
+    edges and arrowheads with ``scattergl`` (text stays SVG); measured in bench/bench_render.py.
+    """
+    th: Theme = get_theme(theme)
+    _check(vg, layout, highlight)
+    hov = HoverIndex(graph, vg)
+    bounds = _bounds(layout)
+    font_px = label_px(bounds)
+    small_px = round(max(6.0, font_px * 0.82), 1)
+    traces: list[dict[str, Any]] = []
+
+    # ---- clusters: one fill trace per depth (outer first), failed outlines on top ----------
+    depths = _cluster_depths(vg)
+    by_depth: dict[int, tuple[list, list]] = {}
+    fxs: list = []
+    fys: list = []
+    for cl in sorted(vg.clusters, key=lambda c: depths[c.id]):
+        d = min(depths[cl.id], MAX_CLUSTER_DEPTH_TRACES - 1)
+        xs, ys = by_depth.setdefault(d, ([], []))
+        pts = shapes.rounded_box(layout.clusters[cl.id], CLUSTER_RADIUS)
+        shapes.append_path(xs, ys, pts, close=True)
+        if cl.failed:
+            shapes.append_path(fxs, fys, pts, close=True)
+    for d in sorted(by_depth):
+        xs, ys = by_depth[d]
+        traces.append(_path_trace(f"clusters:depth{d}", xs, ys, fill=th.cluster_fill, line=th.cluster_line,
+                                  width=1.0, gl=webgl))
+    if fxs:
+        traces.append(_path_trace("clusters:failed", fxs, fys, fill=None, line=th.failed_line, width=2.0, gl=webgl))
+
+    # ---- edges, arrowheads -----------------------------------------------------------------
+    kind_of = {n.id: n.kind for n in vg.nodes}
+    exs: dict[str, tuple[list, list]] = {"edges": ([], []), "edges:params": ([], [])}
+    axs: list = []
+    ays: list = []
+    lx: list = []
+    ly: list = []
+    lt: list = []
+    for e in layout.edges:
+        style = "edges:params" if kind_of.get(e.src) in ("parameter", "constant") else "edges"
+        shapes.append_path(*exs[style], e.points, close=False)
+        head = shapes.arrowhead(e.points)
+        if head:
+            shapes.append_path(axs, ays, head, close=True)
+        if e.label and e.label_pos is not None:
+            lx.append(round(e.label_pos[0], 1))
+            ly.append(round(e.label_pos[1], 1))
+            lt.append(esc(e.label))
+    for name, (xs, ys) in exs.items():
+        if xs:
+            traces.append(_path_trace(name, xs, ys, fill=None, line=th.edge, width=1.2,
+                                      dash="dot" if name == "edges:params" else None, gl=webgl))
+    if axs:
+        traces.append(_path_trace("arrowheads", axs, ays, fill=th.edge, line=th.edge, width=0.5, gl=webgl))
+
+    # ---- node boxes: one filled trace per (kind, failed) ------------------------------------
+    groups: dict[tuple[str, bool], tuple[list, list]] = {}
+    ixs: list = []
+    iys: list = []
+    for vn in vg.nodes:
+        box = layout.nodes[vn.id]
+        shape = SHAPES.get(vn.kind, "rect")
+        shapes.append_path(*groups.setdefault((vn.kind, vn.failed), ([], [])), shapes.outline(shape, box), close=True)
+        if shape == "double":
+            shapes.append_path(ixs, iys, shapes.outline("rect", shapes.inset(box)), close=True)
+    for (kind, failed), (xs, ys) in sorted(groups.items()):
+        ks = kind_style(th, kind, failed)
+        width = 1.8 if kind in ("module", "folded") or failed else 1.0
+        traces.append(_path_trace(f"nodes:{kind}{':failed' if failed else ''}", xs, ys, fill=ks.fill,
+                                  line=ks.line, width=width, gl=webgl))
+    if ixs:
+        traces.append(_path_trace("nodes:folded-inner", ixs, iys, fill=None, line=kind_style(th, "folded").line,
+                                  width=1.0, gl=webgl))
+
+    if highlight is not None:
+        box = layout.nodes.get(highlight) or layout.clusters[highlight]
+        hx: list = []
+        hy: list = []
+        grown = (box[0] - 3, box[1] - 3, box[2] + 3, box[3] + 3)
+        shapes.append_path(hx, hy, shapes.rounded_box(grown, 6.0), close=True)
+        traces.append(_path_trace("highlight", hx, hy, fill=None, line=th.highlight, width=3.5, gl=webgl))
+
+    # ---- labels: one text trace, also the hover/click target of every box ------------------
+    nx: list = []
+    ny: list = []
+    ntext: list = []
+    ncolor: list = []
+    nhover: list = []
+    nids: list = []
+    for vn in vg.nodes:
+        x0, y0, x1, y1 = layout.nodes[vn.id]
+        nx.append(round((x0 + x1) / 2, 1))
+        ny.append(round((y0 + y1) / 2, 1))
+        ntext.append(_node_label(vn, small_px))
+        ncolor.append(kind_style(th, vn.kind, vn.failed).text)
+        nhover.append(hov.node_text(vn))
+        nids.append(vn.id)
+    if nids:
+        traces.append({
+            "type": "scatter", "name": "nodes:labels", "x": nx, "y": ny, "mode": "text", "text": ntext,
+            "textposition": "middle center", "textfont": {"size": font_px, "color": ncolor},
+            "hovertext": nhover, "hoverinfo": "text", "customdata": nids, "showlegend": False,
+        })
+
+    # ---- cluster headers (text) and ⊖ toggles (markers): both clickable ---------------------
+    if vg.clusters:
+        tx: list = []
+        ty: list = []
+        hx2: list = []
+        htext: list = []
+        hhover: list = []
+        hcolor: list = []
+        cids: list = []
+        for cl in vg.clusters:
+            x0, _, x1, y1 = layout.clusters[cl.id]
+            y = round(y1 - HEADER_OFFSET, 1)
+            tx.append(round(x0 + TOGGLE_INSET, 1))
+            ty.append(y)
+            hx2.append(round(x0 + 2 * TOGGLE_INSET - 2, 1))
+            htext.append(f"<b>{esc(cl.label)}</b>")
+            hhover.append(hov.cluster_text(cl))
+            hcolor.append(th.failed_line if cl.failed else th.font)
+            cids.append(cl.id)
+        traces.append({
+            "type": "scatter", "name": "clusters:headers", "x": hx2, "y": ty, "mode": "text", "text": htext,
+            "textposition": "middle right", "textfont": {"size": font_px, "color": hcolor},
+            "hovertext": hhover, "hoverinfo": "text", "customdata": cids, "showlegend": False,
+        })
+        traces.append({
+            "type": "scatter", "name": "clusters:toggles", "x": tx, "y": ty, "mode": "markers+text",
+            "text": [CLOSE_MARK] * len(cids), "textposition": "middle center",
+            "textfont": {"size": font_px + 2, "color": hcolor},
+            "marker": {"symbol": "square", "size": font_px + 6, "color": th.paper,
+                       "line": {"color": th.cluster_line, "width": 1}},
+            "hovertext": [f"collapse {esc(c.label)}" for c in vg.clusters], "hoverinfo": "text",
+            "customdata": cids, "showlegend": False,
+        })
+
+    if lt:
+        traces.append({
+            "type": "scatter", "name": "edges:labels", "x": lx, "y": ly, "mode": "text", "text": lt,
+            "textposition": "middle center", "textfont": {"size": small_px, "color": th.muted},
+            "hoverinfo": "skip", "showlegend": False,
+        })
+
+    xr, yr = _initial_ranges(graph, vg, layout, bounds)
+    fig_layout: dict[str, Any] = {
+        "template": th.template, "showlegend": False, "hovermode": "closest", "dragmode": "pan",
+        "clickmode": "event", "margin": {"l": 4, "r": 4, "t": 4, "b": 4}, "uirevision": uirevision,
+        "hoverlabel": {"align": "left", "font": {"size": 12}},
+        "xaxis": {"range": xr, "visible": False, "showgrid": False, "zeroline": False},
+        "yaxis": {"range": yr, "visible": False, "showgrid": False, "zeroline": False,
+                  "scaleanchor": "x", "scaleratio": 1},
+        "meta": {"torchvista_dash": {"bounds": [round(v, 1) for v in bounds], "label_px": font_px,
+                                     "notes": list(vg.notes)}},
+    }
+    if vg.notes:
+        fig_layout["annotations"] = [{
+            "text": esc(" · ".join(vg.notes)), "xref": "paper", "yref": "paper", "x": 0, "y": 1,
+            "xanchor": "left", "yanchor": "top", "showarrow": False, "font": {"size": 11, "color": th.muted},
+        }]
+    return go.Figure(data=traces, layout=fig_layout)
+
+
+def trace_names(fig: go.Figure) -> list[str]:
+    """Names of a figure's traces (tests and the app use them to find e.g. the label trace)."""
+    return [t.name for t in fig.data]
+
+
+def ids_in(fig: go.Figure, names: Iterable[str]) -> list[str]:
+    """Every customdata id carried by the named traces."""
+    wanted = set(names)
+    out: list[str] = []
+    for t in fig.data:
+        if t.name in wanted and t.customdata is not None:
+            out.extend(t.customdata)
+    return out
