@@ -1,0 +1,83 @@
+"""VisibleGraph → Layout with Graphviz ``dot`` (one run, JSON output), cached in a bounded LRU.
+
+A view's layout depends only on the VisibleGraph and the options, so returning to a view (collapse after
+expand, the app's precomputed next click) costs a dictionary lookup instead of a Graphviz run.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+import pydot
+
+from ..view_types import VisibleGraph
+from .dot import RANKDIRS, build_dot, check_rankdir, node_size, text_width, to_dot
+from .parse import parse_json, spline_points
+from .run import DEFAULT_TIMEOUT, GraphvizError, GraphvizNotFound, find_dot, run_dot
+from .types import Box, EdgePath, Layout
+
+__all__ = [
+    "Box", "DEFAULT_TIMEOUT", "EdgePath", "GraphvizError", "GraphvizNotFound", "Layout", "RANKDIRS",
+    "cache_info", "clear_cache", "find_dot", "layout_view", "node_size", "render_with_dot", "run_dot",
+    "spline_points", "text_width", "to_dot",
+]
+
+CACHE_SIZE = 64
+_cache: OrderedDict[tuple[VisibleGraph, str], Layout] = OrderedDict()
+_lock = threading.Lock()
+_stats = {"hits": 0, "misses": 0, "dot_runs": 0}
+
+
+def layout_view(vg: VisibleGraph, rankdir: str = "TB", *, timeout: float | None = None) -> Layout:
+    """Node boxes, cluster boxes and edge paths for ``vg`` (points, y up). Cached by (view, rankdir).
+
+    Raises GraphvizNotFound if dot is missing, GraphvizError if it fails or overruns ``timeout`` seconds.
+    The returned Layout is shared with the cache: treat it as read-only.
+    """
+    check_rankdir(rankdir)
+    key = (vg, rankdir)
+    with _lock:
+        hit = _cache.get(key)
+        if hit is not None:
+            _cache.move_to_end(key)
+            _stats["hits"] += 1
+            return hit
+        _stats["misses"] += 1
+    dot, names = build_dot(vg, rankdir)
+    raw = run_dot(dot.to_string(), "json", timeout=timeout)
+    with _lock:
+        _stats["dot_runs"] += 1
+    lay = parse_json(raw, vg, names, rankdir)
+    with _lock:
+        _cache[key] = lay
+        _cache.move_to_end(key)
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return lay
+
+
+def render_with_dot(vg: VisibleGraph, fmt: str = "svg", rankdir: str = "TB", *,
+                    timeout: float | None = None) -> bytes:
+    """Graphviz's own drawing of the view (svg, png or pdf): a static export that needs no browser."""
+    if fmt not in ("svg", "png", "pdf"):
+        raise ValueError(f"render_with_dot draws svg, png or pdf, not {fmt!r}")
+    return run_dot(to_dot(vg, rankdir).to_string(), fmt, timeout=timeout)
+
+
+def cache_info() -> dict[str, Any]:
+    """Hits, misses, Graphviz runs so far, and the current/maximum cache size."""
+    with _lock:
+        return {**_stats, "size": len(_cache), "maxsize": CACHE_SIZE}
+
+
+def clear_cache() -> None:
+    with _lock:
+        _cache.clear()
+
+
+def dot_source(vg: VisibleGraph, rankdir: str = "TB") -> str:
+    """The DOT text of a view (what ``layout_view`` feeds to dot)."""
+    g: pydot.Dot = to_dot(vg, rankdir)
+    return g.to_string()

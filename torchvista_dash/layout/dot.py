@@ -1,0 +1,117 @@
+"""VisibleGraph → pydot DOT: nested clusters, node sizes estimated from label text, deterministic order.
+
+DOT names are short positional names (``v12``, ``cluster_c3``) so no id ever needs quoting; the visible ids
+ride along as Graphviz ``id`` attributes (they become element ids in Graphviz's own SVG output).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pydot
+
+from ..view_types import VisibleGraph, VisibleNode
+
+FONT_NAME = "Helvetica"
+FONT_SIZE = 11.0          # points, main label
+SUB_FONT_SIZE = 9.0       # points, sublabel (second line)
+CLUSTER_FONT_SIZE = 10.0
+EDGE_FONT_SIZE = 8.0
+CHAR_WIDTH = 0.6          # average glyph width as a fraction of the font size (no font measurement)
+PAD_X = 14.0              # points of horizontal padding inside a box
+PAD_Y = 8.0
+MIN_WIDTH = 36.0
+RANKDIRS = ("TB", "LR", "BT", "RL")
+
+# Graph attributes. newrank lets ranks span clusters (tighter, and faster on deep nesting); nslimit/mclimit
+# cap network-simplex and mincross iterations, which dominate dot's time on graphs of thousands of nodes.
+GRAPH_ATTRS: dict[str, str] = {
+    "newrank": "true", "nodesep": "0.25", "ranksep": "0.3", "nslimit": "4", "nslimit1": "4",
+    "mclimit": "0.5", "searchsize": "30", "outputorder": "edgesfirst",
+}
+
+
+def text_width(text: str, font_size: float) -> float:
+    """Estimated width in points of ``text`` set at ``font_size`` (``render`` uses the same estimate)."""
+    return len(text) * font_size * CHAR_WIDTH
+
+
+def node_size(node: VisibleNode) -> tuple[float, float]:
+    """Width and height in points of a node's box, from its label text."""
+    w = max(text_width(node.label, FONT_SIZE), text_width(node.sublabel, SUB_FONT_SIZE)) + 2 * PAD_X
+    h = FONT_SIZE * 1.4 + 2 * PAD_Y + (SUB_FONT_SIZE * 1.3 if node.sublabel else 0.0)
+    return max(w, MIN_WIDTH), h
+
+
+@dataclass(frozen=True)
+class DotNames:
+    """DOT name ↔ visible id, for reading dot's output back."""
+
+    nodes: dict[str, str]       # DOT node name → visible node id
+    clusters: dict[str, str]    # DOT subgraph name → cluster id
+    edges: dict[str, int]       # DOT edge id attribute → index in vg.edges
+
+
+def _quote(text: str) -> str:
+    """A DOT double-quoted string (pydot only adds the quotes)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def check_rankdir(rankdir: str) -> str:
+    if rankdir not in RANKDIRS:
+        raise ValueError(f"rankdir must be one of {', '.join(RANKDIRS)} (top-to-bottom, left-to-right, ...), "
+                         f"got {rankdir!r}")
+    return rankdir
+
+
+def build_dot(vg: VisibleGraph, rankdir: str = "TB") -> tuple[pydot.Dot, DotNames]:
+    """The DOT for ``vg`` and the name mapping to read dot's output back."""
+    check_rankdir(rankdir)
+    g = pydot.Dot("view", graph_type="digraph", rankdir=rankdir, fontname=FONT_NAME, **GRAPH_ATTRS)
+    g.set_node_defaults(shape="box", fixedsize="true", fontname=FONT_NAME, fontsize=str(FONT_SIZE),
+                        style="rounded")
+    g.set_edge_defaults(fontname=FONT_NAME, fontsize=str(EDGE_FONT_SIZE), arrowsize="0.6")
+
+    subgraphs: dict[str | None, pydot.Dot | pydot.Cluster] = {None: g}
+    cluster_names: dict[str, str] = {}
+    for i, c in enumerate(vg.clusters):
+        sub = pydot.Cluster(f"c{i}", id=_quote(c.id), label=_quote(c.label), labeljust="l",
+                            fontsize=str(CLUSTER_FONT_SIZE), fontname=FONT_NAME, style="rounded",
+                            color="red" if c.failed else "gray50")
+        subgraphs[c.id] = sub
+        cluster_names[sub.get_name()] = c.id
+    for c in vg.clusters:   # parents are attached after being filled, so add children first is not needed
+        parent = subgraphs.get(c.parent, g)
+        parent.add_subgraph(subgraphs[c.id])
+
+    node_names: dict[str, str] = {}
+    dot_name: dict[str, str] = {}
+    for i, n in enumerate(vg.nodes):
+        name = f"v{i}"
+        node_names[name] = n.id
+        dot_name[n.id] = name
+        w, h = node_size(n)
+        label = n.label + ("\n" + n.sublabel if n.sublabel else "")
+        attrs = {"id": _quote(n.id), "label": _quote(label), "width": f"{w / 72:.4f}", "height": f"{h / 72:.4f}"}
+        if n.kind == "folded":
+            attrs["peripheries"] = "2"
+        if n.kind in ("input", "output"):
+            attrs["style"] = "rounded,bold"
+        if n.failed:
+            attrs["color"] = "red"
+        subgraphs.get(n.parent, g).add_node(pydot.Node(name, **attrs))
+
+    edge_ids: dict[str, int] = {}
+    for i, e in enumerate(vg.edges):
+        eid = f"e{i}"
+        edge_ids[eid] = i
+        attrs = {"id": eid}
+        if e.label:
+            attrs["label"] = _quote(e.label)
+        g.add_edge(pydot.Edge(dot_name[e.src], dot_name[e.dst], **attrs))
+    return g, DotNames(node_names, cluster_names, edge_ids)
+
+
+def to_dot(vg: VisibleGraph, rankdir: str = "TB") -> pydot.Dot:
+    """The pydot graph of a view (clusters nest like the module calls)."""
+    return build_dot(vg, rankdir)[0]
