@@ -1,0 +1,188 @@
+"""Layouts from the real Graphviz ``dot``: geometry (no overlaps, containment, edge ends), determinism,
+the cache, and the errors for a missing, failing or overrunning dot."""
+
+from __future__ import annotations
+
+import pytest
+from support_graphs import failed_graph, nested_graph, stack_graph, twice_graph
+
+from torchvista_dash import layout, view
+from torchvista_dash.graph import TensorMeta
+from torchvista_dash.layout.types import Layout
+from torchvista_dash.view_types import Cluster, ViewSpec, VisibleEdge, VisibleGraph, VisibleNode
+
+TOL = 1.0   # points: dot rounds coordinates to 2 decimals; arrow tips touch the box border
+
+
+def _overlap(a, b) -> bool:
+    return a[0] < b[2] - TOL and b[0] < a[2] - TOL and a[1] < b[3] - TOL and b[1] < a[3] - TOL
+
+
+def _inside(inner, outer, tol: float = TOL) -> bool:
+    return (inner[0] >= outer[0] - tol and inner[1] >= outer[1] - tol
+            and inner[2] <= outer[2] + tol and inner[3] <= outer[3] + tol)
+
+
+def _near(p, box, tol: float) -> bool:
+    return box[0] - tol <= p[0] <= box[2] + tol and box[1] - tol <= p[1] <= box[3] + tol
+
+
+def check_geometry(vg: VisibleGraph, lay: Layout) -> None:
+    """Every visible thing placed; no two node boxes overlap; every node (and cluster) lies inside each
+    cluster that contains it; every edge runs from its source box to its target box."""
+    assert set(lay.nodes) == {n.id for n in vg.nodes}
+    assert set(lay.clusters) == {c.id for c in vg.clusters}
+    boxes = list(lay.nodes.items())
+    for i, (a, ba) in enumerate(boxes):
+        assert ba[0] < ba[2] and ba[1] < ba[3]
+        for b, bb in boxes[i + 1:]:
+            assert not _overlap(ba, bb), f"{a} overlaps {b}: {ba} {bb}"
+    for thing, box in [*lay.nodes.items(), *lay.clusters.items()]:
+        p = lay.parent[thing]
+        while p is not None:
+            assert _inside(box, lay.clusters[p]), f"{thing} {box} is not inside cluster {p} {lay.clusters[p]}"
+            p = lay.parent[p]
+    assert len(lay.edges) == len(vg.edges)
+    for e, ve in zip(lay.edges, vg.edges, strict=True):
+        assert (e.src, e.dst) == (ve.src, ve.dst)
+        assert len(e.points) >= 2
+        assert _near(e.points[0], lay.nodes[e.src], 2.0), f"edge {e.src}->{e.dst} starts off its source"
+        assert _near(e.points[-1], lay.nodes[e.dst], 2.0), f"edge {e.src}->{e.dst} ends off its target"
+        if ve.label:
+            assert e.label == ve.label and e.label_pos is not None
+    for x0, y0, x1, y1 in [*lay.nodes.values(), *lay.clusters.values()]:
+        assert -TOL <= x0 and x1 <= lay.width + TOL and -TOL <= y0 and y1 <= lay.height + TOL
+
+
+def _views():
+    s = stack_graph(4, odd_layer=2)
+    n = nested_graph(3, 3)
+    f = failed_graph()
+    t = twice_graph()
+    return [
+        ("stack-default", view.build_view(s, view.make_spec(s))),
+        ("stack-every-op", view.build_view(s, view.make_spec(s, depth=None, fold_repeats=False, show_params=True))),
+        ("nested-open", view.build_view(n, view.make_spec(n, depth=None, unfolded={"fold:mod:stages.0"},
+                                                           expanded={"stages.1.blocks.1"}))),
+        ("failed-every-op", view.build_view(f, view.make_spec(f, depth=None))),
+        ("twice", view.build_view(t, view.make_spec(t, expanded={"proj"}))),
+    ]
+
+
+@pytest.mark.parametrize("rankdir", ["TB", "LR"])
+def test_geometry_on_real_dot(dot_binary, rankdir):
+    for name, vg in _views():
+        lay = layout.layout_view(vg, rankdir=rankdir)
+        assert lay.rankdir == rankdir, name
+        check_geometry(vg, lay)
+
+
+def test_top_to_bottom_and_left_to_right(dot_binary):
+    g = stack_graph(2)
+    vg = view.build_view(g, view.make_spec(g, fold_repeats=False))
+    first, last = vg.nodes[0].id, vg.nodes[-1].id
+    tb = layout.layout_view(vg)
+    assert tb.nodes[first][1] > tb.nodes[last][3]          # y up: the input is above the output
+    lr = layout.layout_view(vg, rankdir="LR")
+    assert lr.nodes[first][2] < lr.nodes[last][0]          # the input is left of the output
+    with pytest.raises(ValueError, match="rankdir"):
+        layout.layout_view(vg, rankdir="sideways")
+
+
+def test_node_sizes_follow_label_text(dot_binary):
+    g = twice_graph()
+    vg = view.build_view(g, view.make_spec(g))
+    lay = layout.layout_view(vg)
+    width = {i: b[2] - b[0] for i, b in lay.nodes.items()}
+    assert width["mod:proj#1"] > width["n:4"]                 # "proj: Linear #1" is longer than "relu"
+    for n in vg.nodes:
+        w, h = layout.node_size(n)
+        assert width[n.id] == pytest.approx(w, abs=0.5)      # fixedsize: dot keeps our estimate
+
+
+def test_layout_is_deterministic(dot_binary):
+    g = nested_graph(3, 3)
+    spec = view.make_spec(g, depth=None, fold_repeats=False)
+    layout.clear_cache()
+    a = layout.layout_view(view.build_view(g, spec))
+    layout.clear_cache()
+    b = layout.layout_view(view.build_view(nested_graph(3, 3), spec))
+    assert a is not b and a == b
+    assert layout.dot_source(view.build_view(g, spec)) == layout.dot_source(view.build_view(g, spec))
+
+
+def test_returning_to_a_view_costs_no_dot_run(dot_binary):
+    g = stack_graph(4)
+    start = view.make_spec(g, fold_repeats=False)
+    layout.clear_cache()
+    runs = layout.cache_info()["dot_runs"]
+    first = layout.layout_view(view.build_view(g, start))
+    opened = layout.layout_view(view.build_view(g, view.toggle(g, start, "mod:layers.1")))
+    back = layout.layout_view(view.build_view(g, view.toggle(g, view.toggle(g, start, "mod:layers.1"),
+                                                              "mod:layers.1")))
+    assert back is first and opened is not first
+    assert layout.cache_info()["dot_runs"] == runs + 2
+    layout.layout_view(view.build_view(g, start), rankdir="LR")
+    assert layout.cache_info()["dot_runs"] == runs + 3     # another option is another layout
+
+
+def test_cache_is_bounded(dot_binary, monkeypatch):
+    monkeypatch.setattr(layout, "CACHE_SIZE", 2)
+    layout.clear_cache()
+    g = stack_graph(3)
+    views = [view.build_view(g, view.make_spec(g, depth=d)) for d in (0, 1, 2)]
+    for vg in views:
+        layout.layout_view(vg)
+    assert layout.cache_info()["size"] == 2
+    runs = layout.cache_info()["dot_runs"]
+    layout.layout_view(views[0])                 # evicted: laid out again
+    assert layout.cache_info()["dot_runs"] == runs + 1
+
+
+def test_labels_that_need_escaping(dot_binary):
+    m = TensorMeta((1,), "float32", "cpu", 4)
+    vg = VisibleGraph(
+        nodes=(VisibleNode("n:0", "input", 'say "hi"\\', None), VisibleNode("n:1", "op", "a;b{c}", "mod:x"),
+               VisibleNode("n:2", "output", "->", None, sublabel="α β")),
+        edges=(VisibleEdge("n:0", "n:1", "n:0/0", m, label='"1"'), VisibleEdge("n:1", "n:2", "n:1/0", m)),
+        clusters=(Cluster("mod:x", 'x: "Weird" \\ class', None),), spec=ViewSpec())
+    lay = layout.layout_view(vg)
+    check_geometry(vg, lay)
+    svg = layout.render_with_dot(vg, "svg")
+    assert b'id="n:1"' in svg and b"say &quot;hi&quot;" in svg
+
+
+def test_render_with_dot_formats(dot_binary):
+    g = twice_graph()
+    vg = view.build_view(g, view.make_spec(g))
+    assert layout.render_with_dot(vg, "svg").lstrip().startswith(b"<?xml")
+    assert layout.render_with_dot(vg, "png")[:8] == b"\x89PNG\r\n\x1a\n"
+    assert layout.render_with_dot(vg, "pdf")[:5] == b"%PDF-"
+    with pytest.raises(ValueError, match="svg, png or pdf"):
+        layout.render_with_dot(vg, "gif")
+
+
+def test_missing_dot_says_how_to_install(monkeypatch):
+    monkeypatch.delenv("TVD_DOT", raising=False)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    layout.clear_cache()
+    g = twice_graph()
+    with pytest.raises(layout.GraphvizNotFound) as err:
+        layout.layout_view(view.build_view(g, view.make_spec(g)))
+    msg = str(err.value)
+    assert "Graphviz" in msg and "apt-get install graphviz" in msg and "brew" in msg and "conda" in msg
+    monkeypatch.setenv("TVD_DOT", "/nonexistent/dot")
+    with pytest.raises(layout.GraphvizNotFound, match="TVD_DOT"):
+        layout.find_dot()
+
+
+def test_failing_dot_is_a_clear_error(dot_binary):
+    with pytest.raises(layout.GraphvizError, match="dot failed"):
+        layout.run_dot("digraph { a -> ", "json")
+
+
+def test_overrunning_dot_is_killed(dot_binary):
+    # a dense graph that takes dot far longer than the 0.05 s budget
+    body = "".join(f"v{i} -> v{(i * 7919 + k) % 1500};" for i in range(1500) for k in (1, 2, 3))
+    with pytest.raises(layout.GraphvizError, match="time budget"):
+        layout.run_dot("digraph {" + body + "}", "json", timeout=0.05)
