@@ -1,0 +1,241 @@
+"""The ModelGraph callbacks: pattern-matching (MATCH on ``aio_id``), registered once per process.
+
+``dash.callback`` puts callbacks in a global list that the first app to start moves into itself;
+``ensure_registered`` puts them back when a later app (a second server in one process, a notebook
+next to a user's dashboard) needs them, so creating a ModelGraph is all the setup there is.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import dash
+from dash import MATCH, Input, Output, Patch, State, ctx, html, no_update
+from dash import _callback as dash_callback_registry
+
+from .. import view as view_mod
+from ..view_types import ViewSpec
+from . import registry, state
+from .details import details
+from .ids import ids
+
+SEARCH_LIMIT = 40
+
+_lock = threading.Lock()
+_keys: set[str] = set()
+
+
+def clicked_id(click: dict[str, Any] | None) -> str | None:
+    """The visible id carried in ``customdata`` by the clicked point, if any."""
+    if not click or not click.get("points"):
+        return None
+    cd = click["points"][0].get("customdata")
+    if isinstance(cd, (list, tuple)):
+        cd = cd[0] if cd else None
+    return cd if isinstance(cd, str) and cd else None
+
+
+def _theme_style(theme: str) -> dict[str, str]:
+    from .component import THEMES
+
+    return {**THEMES.get(theme, THEMES["light"]), "padding": "8px", "fontFamily": "system-ui, sans-serif"}
+
+
+def next_view(trigger: str, value: Any, data: dict[str, Any], relayout: dict[str, Any] | None
+              ) -> tuple[ViewSpec, str, str, str | None, state.Ranges] | None:
+    """The view after one user action: (spec, rankdir, theme, highlight, ranges); None if nothing changes.
+
+    A pure function of the browser's state, so it is tested without a browser.
+    """
+    tid = data["trace"]
+    graph = registry.get(tid).graph
+    spec = state.spec_from_store(data)
+    rankdir, theme, highlight = data.get("rankdir", "TB"), data.get("theme", "light"), data.get("highlight")
+    old_layout = state.layout_of(tid, spec, rankdir)
+    seen = relayout if relayout != data.get("relayout") else None   # a stale event is not a new zoom
+    ranges = state.ranges_from_relayout(seen, data["ranges"], state.full_ranges(old_layout))
+    new_spec, fit = spec, False
+    if trigger == "graph":
+        vid = value
+        vg = state.visible(tid, spec)
+        boxes = {n.id: n for n in vg.nodes}
+        clusters = {c.id for c in vg.clusters}
+        if vid not in clusters and (vid not in boxes or boxes[vid].kind not in ("module", "folded")):
+            return None                                   # an op, input or output: details only
+        new_spec = view_mod.toggle(graph, spec, vid)
+        new_layout = state.layout_of(tid, new_spec, rankdir)
+        before = state.anchor_of(old_layout, vid)
+        after = state.anchor_of(new_layout, vid)
+        if after is None and vid in boxes and boxes[vid].members:   # an unfolded group: its first call
+            after = state.anchor_of(new_layout, boxes[vid].members[0])
+        if before is not None and after is not None:
+            ranges = state.shift(ranges, after[0] - before[0], after[1] - before[1])
+        highlight = None
+    elif trigger in ("expand_all", "collapse_all", "depth"):
+        depth = {"expand_all": None, "collapse_all": 0}.get(trigger, None if value in (None, -1) else int(value))
+        new_spec = view_mod.make_spec(graph, depth=depth, fold_repeats=spec.fold_repeats,
+                                      show_params=spec.show_params)
+        fit = True
+    elif trigger == "options":
+        value = value or []
+        new_spec = ViewSpec(expanded=spec.expanded, fold_repeats="fold" in value, unfolded=spec.unfolded,
+                            show_params="params" in value)
+        fit = True
+    elif trigger == "direction":
+        rankdir, fit = value, True
+    elif trigger == "theme":
+        theme = value
+    elif trigger == "search":
+        if not value:
+            highlight = None
+        else:
+            new_spec = view_mod.expand_to(graph, spec, value)
+            highlight = view_mod.visible_id_of(graph, state.visible(tid, new_spec), value)
+            ranges = state.centre_on(ranges, state.layout_of(tid, new_spec, rankdir), highlight)
+    elif trigger == "fit":
+        fit = True
+    else:
+        return None
+    if fit:
+        ranges = state.full_ranges(state.layout_of(tid, new_spec, rankdir))
+    return new_spec, rankdir, theme, highlight, ranges
+
+
+def _define() -> None:
+    @dash.callback(
+        Output(ids.graph(MATCH), "figure"),
+        Output(ids.store(MATCH), "data"),
+        Output(ids.notes(MATCH), "children"),
+        Output(ids.root(MATCH), "style"),
+        Input(ids.graph(MATCH), "clickData"),
+        Input(ids.expand_all(MATCH), "n_clicks"),
+        Input(ids.collapse_all(MATCH), "n_clicks"),
+        Input(ids.depth(MATCH), "value"),
+        Input(ids.options(MATCH), "value"),
+        Input(ids.direction(MATCH), "value"),
+        Input(ids.theme(MATCH), "value"),
+        Input(ids.search(MATCH), "value"),
+        Input(ids.fit(MATCH), "n_clicks"),
+        State(ids.store(MATCH), "data"),
+        State(ids.graph(MATCH), "relayoutData"),
+        prevent_initial_call=True,
+    )
+    def update_view(click, _ea, _ca, depth, options, direction, theme, search, _fit, data, relayout):
+        trigger = ctx.triggered_id["subcomponent"] if isinstance(ctx.triggered_id, dict) else None
+        value = {"graph": clicked_id(click), "depth": depth, "options": options, "direction": direction,
+                 "theme": theme, "search": search}.get(trigger)
+        try:
+            result = next_view(trigger, value, data, relayout)
+        except Exception as exc:   # shown in the page, not lost in a server log
+            return no_update, no_update, html.Div(f"{type(exc).__name__}: {exc}", style={"color": "#d62728"}), \
+                no_update
+        if result is None:
+            return no_update, no_update, no_update, no_update
+        spec, rankdir, theme, highlight, ranges = result
+        tid = data["trace"]
+        new_data = {**data, **state.spec_to_store(spec), "rankdir": rankdir, "theme": theme,
+                    "highlight": highlight, "ranges": ranges, "relayout": relayout}
+        if (spec, rankdir, theme, highlight) == (state.spec_from_store(data), data.get("rankdir"),
+                                                 data.get("theme"), data.get("highlight")):
+            fig: Any = Patch()                  # only the ranges move: send two numbers, not the figure
+            fig["layout"]["xaxis"]["range"] = ranges[0]
+            fig["layout"]["yaxis"]["range"] = ranges[1]
+        else:
+            fig = state.figure_with_ranges(tid, spec, rankdir, theme, highlight, ranges)
+        notes = [html.Div(n) for n in state.visible(tid, spec).notes]
+        state.precompute_neighbours(tid, spec, rankdir, theme)
+        return fig, new_data, notes, _theme_style(theme)
+
+    @dash.callback(
+        Output(ids.details(MATCH), "children"),
+        Input(ids.graph(MATCH), "clickData"),
+        Input(ids.search(MATCH), "value"),
+        State(ids.store(MATCH), "data"),
+        prevent_initial_call=True,
+    )
+    def show_details(click, search, data):
+        tid = data["trace"]
+        vid = search if ctx.triggered_id and ctx.triggered_id.get("subcomponent") == "search" else clicked_id(click)
+        if vid is None:
+            return no_update
+        members: tuple[str, ...] = ()
+        if vid.startswith("fold:"):
+            spec = state.spec_from_store(data)
+            node = next((n for n in state.visible(tid, spec).nodes if n.id == vid), None)
+            members = node.members if node is not None else ()
+        try:
+            return details(tid, vid, members)
+        except Exception as exc:
+            return html.Div(f"{type(exc).__name__}: {exc}", style={"color": "#d62728"})
+
+    @dash.callback(
+        Output(ids.search(MATCH), "options"),
+        Input(ids.search(MATCH), "search_value"),
+        State(ids.search(MATCH), "value"),
+        State(ids.store(MATCH), "data"),
+        prevent_initial_call=True,
+    )
+    def search_options(text, current, data):
+        graph = registry.get(data["trace"]).graph
+        found = search(graph, text or "")
+        if current and all(o["value"] != current for o in found):
+            found.extend(o for o in search(graph, "", exact=current))
+        return found
+
+    @dash.callback(
+        Output(ids.download(MATCH), "data"),
+        Output(ids.export_status(MATCH), "children"),
+        Input(ids.export_html(MATCH), "n_clicks"),
+        Input(ids.export_svg(MATCH), "n_clicks"),
+        Input(ids.export_png(MATCH), "n_clicks"),
+        Input(ids.export_json(MATCH), "n_clicks"),
+        State(ids.store(MATCH), "data"),
+        prevent_initial_call=True,
+    )
+    def export_view(_h, _s, _p, _j, data):
+        from .exporting import export_current_view
+
+        fmt = ctx.triggered_id["subcomponent"].removeprefix("export_")
+        try:
+            return export_current_view(data, fmt), ""
+        except Exception as exc:
+            return no_update, html.Span(f"export failed: {exc}", style={"color": "#d62728"})
+
+
+def search(graph: Any, text: str, *, exact: str | None = None) -> list[dict[str, str]]:
+    """Module calls and ops whose name, qualname or class contains ``text`` (case-insensitive)."""
+    needle = text.strip().lower()
+    out: list[dict[str, str]] = []
+    if not needle and exact is None:
+        return out
+    for c in graph.module_calls:
+        hay = f"{c.qualname} {c.cls}".lower()
+        if (exact is not None and c.id == exact) or (exact is None and needle in hay):
+            label = f"{c.qualname or '(root)'}: {c.cls}" + (f" (call {c.call_index + 1})" if c.call_index else "")
+            out.append({"label": label, "value": c.id, "search": hay})
+            if len(out) >= SEARCH_LIMIT:
+                return out
+    for n in graph.nodes:
+        owner = graph.call_by_id[n.parent].qualname if n.parent in graph.call_by_id else ""
+        hay = f"{n.name} {owner}".lower()
+        if (exact is not None and n.id == exact) or (exact is None and needle in hay):
+            out.append({"label": f"{n.name} [{n.kind}] in {owner or '(top)'} ({n.id})", "value": n.id,
+                        "search": hay})
+            if len(out) >= SEARCH_LIMIT:
+                break
+    return out
+
+
+def ensure_registered() -> None:
+    """Make sure the next Dash app to start picks up the ModelGraph callbacks (idempotent)."""
+    global _keys
+    with _lock:
+        pending = set(dash_callback_registry.GLOBAL_CALLBACK_MAP)
+        if _keys and _keys <= pending:
+            return
+        _define()
+        _keys = set(dash_callback_registry.GLOBAL_CALLBACK_MAP) - pending
+
+
+ensure_registered()

@@ -1,0 +1,122 @@
+"""``ModelGraph``: a Dash All-in-One component drawing one trace; any number per page, no setup.
+
+    app.layout = html.Div([ModelGraph(t1, id="enc"), ModelGraph(t2, id="dec")])
+
+The constructor registers the trace in the server-side registry and draws the first view on the
+server, so the page shows the graph without waiting for a callback. Its callbacks (``callbacks.py``)
+are registered once, at import, with pattern-matching ids.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from dash import dcc, html
+
+from ..graph import Graph
+from ..traced import Trace
+from . import callbacks, registry, state
+from .details import details, header
+from .ids import ids as _ids
+
+THEMES = {"light": {"background": "#ffffff", "color": "#222222"},
+          "dark": {"background": "#1e1e1e", "color": "#e6e6e6"}}
+BUTTON = {"marginRight": "6px", "padding": "3px 10px", "cursor": "pointer"}
+ROW = {"display": "flex", "flexWrap": "wrap", "alignItems": "center", "gap": "10px", "margin": "6px 0"}
+
+
+class ModelGraph(html.Div):
+    """An interactive, collapsible picture of one traced forward pass.
+
+    ``trace``: a ``Trace`` (or a ``Graph``); ``id``: any JSON-able value unique on the page (default: random).
+    ``depth``: module levels open at first (``None``: every op); ``theme``: "light" or "dark";
+    ``rankdir``: "TB" or "LR"; ``height``: CSS height of the plot.
+    """
+
+    ids = _ids
+
+    def __init__(self, trace: Trace | Graph, id: Any = None, *, depth: int | None = 1, theme: str = "light",
+                 rankdir: str = "TB", fold_repeats: bool = True, show_params: bool = False,
+                 height: str = "72vh", **div_props: Any) -> None:
+        if isinstance(trace, Graph):
+            trace = Trace(trace)
+        if not isinstance(trace, Trace):
+            raise TypeError(f"ModelGraph needs a Trace (from trace_model(model, inputs) or load_trace(path)), "
+                            f"not {type(trace).__name__}")
+        if theme not in THEMES:
+            raise ValueError(f"theme must be one of {', '.join(THEMES)}, not {theme!r}")
+        if rankdir not in ("TB", "LR"):
+            raise ValueError(f"rankdir must be 'TB' or 'LR', not {rankdir!r}")
+        if depth is not None and (not isinstance(depth, int) or depth < 0):
+            raise ValueError(f"depth must be a non-negative int or None (every op), not {depth!r}")
+        callbacks.ensure_registered()
+        aio_id = str(uuid.uuid4()) if id is None else id
+        tid = registry.register(trace)
+        graph = trace.graph
+        spec = state.initial_spec(tid, depth, fold_repeats, show_params)
+        lay = state.layout_of(tid, spec, rankdir)
+        ranges = state.full_ranges(lay)
+        highlight = graph.error.node if graph.error is not None else None
+        vg = state.visible(tid, spec)
+        if highlight is not None:
+            from .. import view as view_mod
+
+            highlight = view_mod.visible_id_of(graph, vg, highlight)
+        figure = state.figure_with_ranges(tid, spec, rankdir, theme, highlight, ranges)
+        store = {"trace": tid, **state.spec_to_store(spec), "rankdir": rankdir, "theme": theme,
+                 "ranges": ranges, "relayout": None, "highlight": highlight}
+        state.precompute_neighbours(tid, spec, rankdir, theme)
+        max_depth = max((c.depth for c in graph.module_calls), default=0)
+        depth_options = [{"label": f"depth {d}", "value": d} for d in range(0, max_depth + 1)]
+        depth_options.append({"label": "every op", "value": -1})
+        options = [o for o, on in (("fold", fold_repeats), ("params", show_params)) if on]
+
+        toolbar = html.Div([
+            html.Button("Expand all", id=_ids.expand_all(aio_id), n_clicks=0, style=BUTTON),
+            html.Button("Collapse all", id=_ids.collapse_all(aio_id), n_clicks=0, style=BUTTON),
+            dcc.Dropdown(id=_ids.depth(aio_id), options=depth_options, value=-1 if depth is None else depth,
+                         clearable=False, searchable=False, style={"width": "120px", "color": "#222"}),
+            dcc.Checklist(id=_ids.options(aio_id), value=options, inline=True,
+                          options=[{"label": " fold repeats", "value": "fold"},
+                                   {"label": " parameters/constants", "value": "params"}],
+                          inputStyle={"marginLeft": "8px"}),
+            dcc.RadioItems(id=_ids.direction(aio_id), value=rankdir, inline=True,
+                           options=[{"label": " top→bottom", "value": "TB"}, {"label": " left→right", "value": "LR"}],
+                           inputStyle={"marginLeft": "8px"}),
+            dcc.RadioItems(id=_ids.theme(aio_id), value=theme, inline=True,
+                           options=[{"label": " light", "value": "light"}, {"label": " dark", "value": "dark"}],
+                           inputStyle={"marginLeft": "8px"}),
+            html.Button("Fit to screen", id=_ids.fit(aio_id), n_clicks=0, style=BUTTON),
+        ], style=ROW)
+        toolbar2 = html.Div([
+            dcc.Dropdown(id=_ids.search(aio_id), options=[], placeholder="Search modules and ops (name, qualname, class)…",
+                         searchable=True, clearable=True, style={"minWidth": "380px", "flex": "1", "color": "#222"},
+                         className="tvd-search"),
+            html.Span("Export view:"),
+            html.Button("HTML", id=_ids.export_html(aio_id), n_clicks=0, style=BUTTON),
+            html.Button("SVG", id=_ids.export_svg(aio_id), n_clicks=0, style=BUTTON),
+            html.Button("PNG", id=_ids.export_png(aio_id), n_clicks=0, style=BUTTON),
+            html.Button("JSON", id=_ids.export_json(aio_id), n_clicks=0, style=BUTTON),
+            html.Span(id=_ids.export_status(aio_id), style={"fontSize": "12px"}),
+            dcc.Download(id=_ids.download(aio_id)),
+        ], style=ROW)
+        plot = dcc.Loading(
+            dcc.Graph(id=_ids.graph(aio_id), figure=figure, style={"height": height},
+                      config={"scrollZoom": True, "displaylogo": False, "doubleClick": "reset"}),
+            delay_show=250, overlay_style={"visibility": "visible", "opacity": 0.6}, type="circle")
+        body = html.Div([
+            html.Div(plot, style={"flex": "1", "minWidth": "0"}),
+            html.Div(details(tid, highlight), id=_ids.details(aio_id), className="tvd-details",
+                     style={"width": "340px", "maxHeight": height, "overflow": "auto", "fontSize": "13px",
+                            "paddingLeft": "10px", "borderLeft": "1px solid #8884"}),
+        ], style={"display": "flex"})
+        children = [
+            html.Div(header(graph), id=_ids.header(aio_id), className="tvd-header"),
+            html.Div([html.Div(n) for n in vg.notes], id=_ids.notes(aio_id), style={"fontSize": "12px"}),
+            toolbar, toolbar2, body,
+            dcc.Store(id=_ids.store(aio_id), data=store),
+        ]
+        style = {**THEMES[theme], "padding": "8px", "fontFamily": "system-ui, sans-serif",
+                 **div_props.pop("style", {})}
+        super().__init__(children, id=_ids.root(aio_id), style=style, className="tvd-model-graph", **div_props)

@@ -1,0 +1,136 @@
+"""The details panel and the header line: what a user learns about a module, an op or a failure."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from dash import html
+
+from ..graph import Graph, ModuleCall, Node, TensorMeta, _numel
+from . import registry
+
+MONO = {"fontFamily": "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace", "fontSize": "12px"}
+
+
+def fmt_meta(m: TensorMeta) -> str:
+    shape = "×".join(str(s) for s in m.shape) if m.shape else "scalar"
+    return f"{shape} {m.dtype}"
+
+
+def header(graph: Graph) -> list:
+    """Model name, total parameters, op count and, for a failed trace, the error in red."""
+    parts: list = [
+        html.B(graph.model_name or "model", className="tvd-model-name"),
+        html.Span(f" · {graph.total_params:,} parameters · {graph.op_count:,} ops · "
+                  f"{len(graph.module_calls):,} module calls"),
+    ]
+    if graph.error is not None:
+        where = ""
+        if graph.error.node and graph.error.node in graph.node_by_id:
+            n = graph.node_by_id[graph.error.node]
+            owner = graph.call_by_id[n.parent].qualname if n.parent in graph.call_by_id else ""
+            where = f" (in {n.name}" + (f", {owner}" if owner else "") + ")"
+        parts.append(html.Div(f"Forward pass failed{where}: {graph.error.type}: {graph.error.message}",
+                              className="tvd-error", style={"color": "#d62728", "fontWeight": "bold"}))
+    return parts
+
+
+@lru_cache(maxsize=64)
+def _inside(trace_id: str) -> dict[str, frozenset[str]]:
+    """Call id → ids of every node inside it (at any depth)."""
+    graph = registry.get(trace_id).graph
+    out: dict[str, set[str]] = {c.id: set() for c in graph.module_calls}
+    for n in graph.nodes:
+        for c in graph.ancestors(n.parent):
+            out[c].add(n.id)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def call_io(trace_id: str, call_id: str) -> tuple[list[TensorMeta], list[TensorMeta]]:
+    """Tensors entering and leaving a module call (one per value, in graph order)."""
+    graph = registry.get(trace_id).graph
+    inside = _inside(trace_id).get(call_id, frozenset())
+    ins: dict[str, TensorMeta] = {}
+    outs: dict[str, TensorMeta] = {}
+    for e in graph.edges:
+        src_in, dst_in = e.src in inside, e.dst in inside
+        if dst_in and not src_in and graph.node_by_id[e.src].kind not in ("parameter", "constant"):
+            ins.setdefault(e.tensor, e.meta)
+        elif src_in and not dst_in:
+            outs.setdefault(e.tensor, e.meta)
+    return list(ins.values()), list(outs.values())
+
+
+def _row(k: str, v: object) -> html.Tr:
+    return html.Tr([html.Th(k, style={"textAlign": "left", "paddingRight": "8px", "verticalAlign": "top"}),
+                    html.Td(str(v), style=MONO)])
+
+
+def _module(trace_id: str, call: ModuleCall) -> list:
+    ins, outs = call_io(trace_id, call.id)
+    rows = [_row("qualname", call.qualname or "(root)"), _row("class", call.cls)]
+    if call.call_index:
+        rows.append(_row("call", f"#{call.call_index + 1} of this module"))
+    if call.extra_repr:
+        rows.append(_row("extra_repr", call.extra_repr))
+    for k, v in call.attrs:
+        rows.append(_row(k, v))
+    rows.append(_row("inputs", ", ".join(fmt_meta(m) for m in ins) or "—"))
+    rows.append(_row("outputs", ", ".join(fmt_meta(m) for m in outs) or "—"))
+    own = sum(_numel(p.shape) for p in call.params if not p.is_buffer)
+    rows.append(_row("parameters", f"{call.num_params:,} in total, {own:,} its own"))
+    out: list = [html.H4(f"{call.qualname or '(root)'}: {call.cls}", style={"margin": "4px 0"}),
+                 html.Table(rows, className="tvd-details-table")]
+    if call.params:
+        out.append(html.Table(
+            [html.Tr([html.Th(h, style={"textAlign": "left", "paddingRight": "8px"})
+                      for h in ("name", "shape", "dtype", "trainable")])]
+            + [html.Tr([html.Td(p.name + (" (buffer)" if p.is_buffer else ""), style=MONO),
+                        html.Td("×".join(map(str, p.shape)) or "scalar", style=MONO), html.Td(p.dtype, style=MONO),
+                        html.Td("yes" if p.trainable else "no")]) for p in call.params],
+            className="tvd-params-table"))
+    if call.failed:
+        out.append(html.Div("the forward pass failed inside this module", style={"color": "#d62728"}))
+    return out
+
+
+def _node(graph: Graph, node: Node) -> list:
+    rows = [_row("kind", node.kind), _row("id", node.id)]
+    if node.parent in graph.call_by_id:
+        c = graph.call_by_id[node.parent]
+        rows.append(_row("in", f"{c.qualname or '(root)'}: {c.cls}"))
+    for k, v in node.args:
+        rows.append(_row(k, v))
+    if node.params:
+        rows.append(_row("parameters", ", ".join(node.params)))
+    rows.append(_row("outputs", ", ".join(fmt_meta(m) for m in node.outputs) or "—"))
+    if node.source:
+        rows.append(_row("source", node.source))
+    out: list = [html.H4(node.name, style={"margin": "4px 0"}), html.Table(rows, className="tvd-details-table")]
+    if node.error is not None:
+        err = graph.error
+        out.append(html.Div(f"{err.type}: {node.error}" if err else node.error, className="tvd-error",
+                            style={"color": "#d62728", "fontWeight": "bold"}))
+        if err is not None and err.traceback:
+            out.append(html.Pre(err.traceback, style={**MONO, "whiteSpace": "pre-wrap", "maxHeight": "240px",
+                                                      "overflow": "auto"}))
+    return out
+
+
+def details(trace_id: str, vid: str | None, members: tuple[str, ...] = ()) -> list:
+    """Panel content for a clicked visible id (node, module call, cluster or folded group)."""
+    if not vid:
+        return [html.I("Click a box for its details; click a module to open or close it.")]
+    graph = registry.get(trace_id).graph
+    if vid in graph.call_by_id:
+        return _module(trace_id, graph.call_by_id[vid])
+    if vid in graph.node_by_id:
+        return _node(graph, graph.node_by_id[vid])
+    if vid.startswith("fold:"):
+        calls = [graph.call_by_id[m] for m in members if m in graph.call_by_id]
+        first = calls[0] if calls else graph.call_by_id.get(vid[len("fold:"):])
+        title = f"{len(calls) or '?'} repeated calls of {first.cls if first else '?'}"
+        return [html.H4(title, style={"margin": "4px 0"}),
+                html.Div("Click the group to unfold it."),
+                html.Ul([html.Li(c.qualname, style=MONO) for c in calls])]
+    return [html.I(f"nothing known about {vid}")]

@@ -1,0 +1,139 @@
+"""Dash apps that host ModelGraphs: one trace, the demo gallery, or any registered trace by URL.
+
+``make_app`` builds the app (``app.server`` is the Flask app for gunicorn); ``serve_forever`` runs it
+in the foreground (the CLI); ``BackgroundServer`` runs it in a thread (notebooks, tests, benchmarks).
+A page at ``/?trace=<id>`` shows any trace in the registry, ``/?demo=<name>`` a gallery demo.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import dash
+from dash import Input, Output, State, dcc, html
+
+from ..traced import Trace
+from . import callbacks, registry
+from .component import ModelGraph
+
+_apps = 0
+_app_lock = threading.Lock()
+
+
+def _page_for(query: dict[str, list[str]], traces: Sequence[Trace], gallery: bool, options: dict[str, Any]) -> Any:
+    if "trace" in query:
+        tid = query["trace"][0]
+        try:
+            return ModelGraph(registry.get(tid), id=f"trace-{tid}", **options)
+        except registry.UnknownTrace as exc:
+            return html.Div(str(exc), style={"color": "#d62728"})
+    if gallery:
+        from ..demos import DEMOS, demo_trace
+
+        name = query.get("demo", [next(iter(DEMOS))])[0]
+        if name not in DEMOS:
+            return html.Div(f"no demo named {name!r}; choose one of: {', '.join(DEMOS)}", style={"color": "#d62728"})
+        return ModelGraph(demo_trace(name), id="gallery", **options)
+    if traces:
+        return ModelGraph(traces[0], id="main", **options)
+    return html.Div("Nothing to show: open /?trace=<id> or start with a TARGET.")
+
+
+def _referrer_query() -> str:
+    from flask import has_request_context, request
+
+    if not has_request_context() or not request.referrer:
+        return ""
+    q = urlsplit(request.referrer).query
+    return f"?{q}" if q else ""
+
+
+def make_app(traces: Sequence[Trace] = (), *, gallery: bool = False, title: str = "torchvista_dash",
+             requests_pathname_prefix: str | None = None, **options: Any) -> dash.Dash:
+    """A Dash app showing ``traces[0]`` (or the gallery), and any registered trace at ``/?trace=<id>``."""
+    global _apps
+    for t in traces:
+        registry.register(t)
+    with _app_lock:
+        _apps += 1
+        name = f"torchvista_dash_app_{_apps}"
+    callbacks.ensure_registered()
+    app = dash.Dash(name, title=title, update_title=None, requests_pathname_prefix=requests_pathname_prefix,
+                    suppress_callback_exceptions=True)
+
+    def layout() -> Any:
+        # Drawn in the layout request itself (the page's query comes in its Referer), so the first view
+        # needs no callback round trip; the route callback below covers a missing Referer.
+        search = _referrer_query()
+        query = parse_qs(search.lstrip("?"))
+        top: list[Any] = [dcc.Location(id="tvd-url", refresh=False), dcc.Store(id="tvd-rendered", data=search)]
+        if gallery:
+            from ..demos import DEMOS
+
+            current = query.get("demo", [next(iter(DEMOS))])[0]
+            top.append(html.Div([
+                html.B("torchvista_dash gallery", style={"marginRight": "12px"}),
+                dcc.Dropdown(id="tvd-demo", value=current if current in DEMOS else None, clearable=False,
+                             searchable=False, style={"width": "640px"},
+                             options=[{"label": f"{d.title} — {d.description}", "value": d.name}
+                                      for d in DEMOS.values()]),
+            ], style={"display": "flex", "alignItems": "center", "padding": "6px 8px",
+                      "fontFamily": "system-ui, sans-serif"}))
+        return html.Div([*top, html.Div(_page_for(query, traces, gallery, options), id="tvd-page")])
+
+    app.layout = layout
+
+    @app.callback(Output("tvd-page", "children"), Input("tvd-url", "search"), State("tvd-rendered", "data"),
+                  *([Input("tvd-demo", "value")] if gallery else []))
+    def route(search: str | None, rendered: str | None, demo: str | None = None) -> Any:
+        if gallery and dash.ctx.triggered_id == "tvd-demo" and demo:
+            return _page_for({"demo": [demo]}, traces, gallery, options)
+        if (search or "") == (rendered or ""):
+            return dash.no_update
+        return _page_for(parse_qs((search or "").lstrip("?")), traces, gallery, options)
+
+    # Claim the ModelGraph callbacks now (Dash moves them into the first app that handles a request), and
+    # put them back for any later app in this process.
+    app.server.test_client().get("/_tvd_setup")
+    callbacks.ensure_registered()
+    return app
+
+
+def serve_forever(app: dash.Dash, host: str = "127.0.0.1", port: int = 8050) -> None:
+    """Run in the foreground until Ctrl-C (threaded werkzeug: one slow layout never blocks another tab)."""
+    from werkzeug.serving import make_server
+
+    server = make_server(host, port, app.server, threaded=True)
+    print(f"torchvista_dash serving on http://{host}:{server.server_port}/  (Ctrl-C to stop)", flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+
+
+class BackgroundServer:
+    """A Dash app served from a daemon thread on ``host:port`` (0: any free port)."""
+
+    def __init__(self, app: dash.Dash, host: str = "127.0.0.1", port: int = 0) -> None:
+        from werkzeug.serving import make_server
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        self.app = app
+        self._server = make_server(host, port, app.server, threaded=True)
+        self.host, self.port = host, self._server.server_port
+        self._thread = threading.Thread(target=self._server.serve_forever, name=f"tvd-server-{self.port}",
+                                        daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/"
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)

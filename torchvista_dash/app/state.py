@@ -1,0 +1,171 @@
+"""The view state a browser holds (a JSON dict in a ``dcc.Store``) and the server-side pipeline it drives.
+
+The store holds only ``{"trace", "expanded", "unfolded", "fold", "params", "rankdir", "theme", "ranges",
+"relayout", "highlight"}``; everything derived from it (VisibleGraph, Layout, figure JSON) is a pure function
+of it and is cached here, so two tabs on one graph never interfere and repeated views cost nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
+from typing import Any
+
+from .. import view as view_mod
+from ..layout import layout_view
+from ..layout.types import Box, Layout
+from ..render import make_figure
+from ..view_types import ViewSpec, VisibleGraph
+from . import registry
+
+NODE_BUDGET = 1500          # beyond this many boxes the view auto-collapses (dot would take seconds)
+MARGIN = 20.0               # layout units around the picture when fitting to screen
+
+Ranges = list[list[float]]  # [[x0, x1], [y0, y1]]
+
+
+# ---- the store <-> ViewSpec ----------------------------------------------------------------
+def spec_to_store(spec: ViewSpec) -> dict[str, Any]:
+    return {"expanded": sorted(spec.expanded), "unfolded": sorted(spec.unfolded),
+            "fold": spec.fold_repeats, "params": spec.show_params}
+
+
+def spec_from_store(data: dict[str, Any]) -> ViewSpec:
+    return ViewSpec(expanded=frozenset(data.get("expanded", ())), fold_repeats=bool(data.get("fold", True)),
+                    unfolded=frozenset(data.get("unfolded", ())), show_params=bool(data.get("params", False)))
+
+
+def initial_spec(trace_id: str, depth: int | None = 1, fold_repeats: bool = True,
+                 show_params: bool = False) -> ViewSpec:
+    """The first view: ``depth`` levels open, plus the path to the failing op of a failed trace."""
+    graph = registry.get(trace_id).graph
+    spec = view_mod.make_spec(graph, depth=depth, fold_repeats=fold_repeats, show_params=show_params)
+    if graph.error is not None and graph.error.node is not None and graph.error.node in graph.node_by_id:
+        spec = view_mod.expand_to(graph, spec, graph.error.node)
+    return spec
+
+
+# ---- cached pipeline -----------------------------------------------------------------------
+@lru_cache(maxsize=256)
+def visible(trace_id: str, spec: ViewSpec) -> VisibleGraph:
+    return view_mod.build_view(registry.get(trace_id).graph, spec, node_budget=NODE_BUDGET)
+
+
+def layout_of(trace_id: str, spec: ViewSpec, rankdir: str) -> Layout:
+    return layout_view(visible(trace_id, spec), rankdir=rankdir)
+
+
+@lru_cache(maxsize=128)
+def figure_json(trace_id: str, spec: ViewSpec, rankdir: str, theme: str, highlight: str | None) -> dict[str, Any]:
+    """The figure as plain JSON-able dicts (built once per view; ranges are set per request on a copy)."""
+    graph = registry.get(trace_id).graph
+    vg = visible(trace_id, spec)
+    fig = make_figure(graph, vg, layout_of(trace_id, spec, rankdir), theme=theme, highlight=highlight)
+    return fig.to_plotly_json()
+
+
+def figure_with_ranges(trace_id: str, spec: ViewSpec, rankdir: str, theme: str, highlight: str | None,
+                       ranges: Ranges) -> dict[str, Any]:
+    base = figure_json(trace_id, spec, rankdir, theme, highlight)
+    lay = dict(base.get("layout", {}))
+    lay["xaxis"] = {**lay.get("xaxis", {}), "range": list(ranges[0]), "autorange": False}
+    lay["yaxis"] = {**lay.get("yaxis", {}), "range": list(ranges[1]), "autorange": False}
+    lay.pop("uirevision", None)   # our ranges must win over plotly's remembered zoom
+    return {"data": base.get("data", []), "layout": lay}
+
+
+# ---- precomputing the likely next clicks ---------------------------------------------------
+_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tvd-precompute")
+_pending: set[tuple[str, ViewSpec, str]] = set()
+_pending_lock = threading.Lock()
+
+
+def precompute_neighbours(trace_id: str, spec: ViewSpec, rankdir: str, theme: str, limit: int = 12) -> None:
+    """Lay out, in the background, the views one click away (each collapsed module opened), so a click
+    usually finds its layout and figure in the cache."""
+    graph = registry.get(trace_id).graph
+    vg = visible(trace_id, spec)
+    candidates = [n.id for n in vg.nodes if n.kind in ("module", "folded")][:limit]
+    for vid in candidates:
+        key = (trace_id, spec, rankdir, vid)
+        with _pending_lock:
+            if key in _pending:
+                continue
+            _pending.add(key)
+
+        def work(vid: str = vid) -> None:
+            try:
+                nxt = view_mod.toggle(graph, spec, vid)
+                figure_json(trace_id, nxt, rankdir, theme, None)
+            except Exception:   # a precompute failure must never break the app; the click will report it
+                pass
+
+        _pool.submit(work)
+
+
+# ---- where things are on screen ------------------------------------------------------------
+def full_ranges(layout: Layout) -> Ranges:
+    return [[-MARGIN, layout.width + MARGIN], [-MARGIN, layout.height + MARGIN]]
+
+
+def box_of(layout: Layout, vid: str | None) -> Box | None:
+    if vid is None:
+        return None
+    if vid in layout.clusters:
+        return layout.clusters[vid]
+    return layout.nodes.get(vid)
+
+
+def anchor_of(layout: Layout, vid: str | None) -> tuple[float, float] | None:
+    """The point of a box that should stay put on screen: its top centre (where a cluster's header is)."""
+    box = box_of(layout, vid)
+    if box is None:
+        return None
+    x0, y0, x1, y1 = box
+    return ((x0 + x1) / 2.0, y1)
+
+
+def shift(ranges: Ranges, dx: float, dy: float) -> Ranges:
+    return [[ranges[0][0] + dx, ranges[0][1] + dx], [ranges[1][0] + dy, ranges[1][1] + dy]]
+
+
+def centre_on(ranges: Ranges, layout: Layout, vid: str | None) -> Ranges:
+    """Same zoom, ``vid``'s box in the middle."""
+    box = box_of(layout, vid)
+    if box is None:
+        return ranges
+    cx, cy = (box[0] + box[2]) / 2.0, (box[1] + box[3]) / 2.0
+    mx, my = (ranges[0][0] + ranges[0][1]) / 2.0, (ranges[1][0] + ranges[1][1]) / 2.0
+    return shift(ranges, cx - mx, cy - my)
+
+
+def ranges_from_relayout(relayout: dict[str, Any] | None, current: Ranges, full: Ranges) -> Ranges:
+    """The ranges the user is looking at, from plotly's last relayout event (zoom, pan, double-click reset)."""
+    if not relayout:
+        return current
+    if relayout.get("xaxis.autorange") or relayout.get("yaxis.autorange"):
+        return full
+    xr = _axis_range(relayout, "xaxis")
+    yr = _axis_range(relayout, "yaxis")
+    if xr is None and yr is None:
+        return current
+    if xr is None:   # only y reported: keep the aspect ratio about x's centre
+        xr = _scaled(current[0], (yr[1] - yr[0]) / max(current[1][1] - current[1][0], 1e-9))
+    if yr is None:
+        yr = _scaled(current[1], (xr[1] - xr[0]) / max(current[0][1] - current[0][0], 1e-9))
+    return [xr, yr]
+
+
+def _axis_range(relayout: dict[str, Any], axis: str) -> list[float] | None:
+    if f"{axis}.range[0]" in relayout and f"{axis}.range[1]" in relayout:
+        return [float(relayout[f"{axis}.range[0]"]), float(relayout[f"{axis}.range[1]"])]
+    r = relayout.get(f"{axis}.range")
+    if isinstance(r, (list, tuple)) and len(r) == 2:
+        return [float(r[0]), float(r[1])]
+    return None
+
+
+def _scaled(r: list[float], factor: float) -> list[float]:
+    c, half = (r[0] + r[1]) / 2.0, (r[1] - r[0]) / 2.0 * factor
+    return [c - half, c + half]

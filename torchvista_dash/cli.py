@@ -1,0 +1,198 @@
+"""``python -m torchvista_dash serve|export``: the gallery, a saved trace or a model function, served or exported.
+
+TARGET is one of: a saved trace (``trace.json``), ``package.module:function`` (a function returning
+``(model, inputs)`` or ``(model, args, kwargs)``), or the name of a built-in demo (``gpt``).
+Every bad input ends in one ``error: ...`` line that says what to do, and a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import importlib
+import socket
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .traced import Trace
+
+EXPORT_FORMATS = ("html", "svg", "png", "pdf", "json")
+
+
+class CLIError(Exception):
+    """A user mistake: printed as one line, exit status 2."""
+
+
+def _demo_names() -> list[str]:
+    from .demos import DEMOS
+
+    return list(DEMOS)
+
+
+def resolve_target(target: str) -> Trace:
+    """Turn a TARGET string into a Trace (see the module docstring for the forms)."""
+    from . import load_trace
+    from .graph import TraceFormatError
+
+    path = Path(target)
+    if path.is_file():
+        try:
+            return load_trace(path)
+        except TraceFormatError as exc:
+            raise CLIError(f"{target}: {exc}") from None
+        except OSError as exc:
+            raise CLIError(f"cannot read {target}: {exc.strerror or exc}") from None
+    if target.endswith(".json") or "/" in target or "\\" in target:
+        raise CLIError(f"no such trace file: {target} (save one with trace.save('{path.name}') or "
+                       f"`python -m torchvista_dash export TARGET -o {path.name}`)")
+    if ":" in target:
+        return _trace_from_function(target)
+    if target in _demo_names():
+        from .demos import demo_trace
+
+        return demo_trace(target)
+    raise CLIError(f"don't know what {target!r} is: give a saved trace (file.json), module:function "
+                   f"returning (model, inputs), or a demo name ({', '.join(_demo_names())})")
+
+
+def _trace_from_function(target: str) -> Trace:
+    mod_name, _, func_name = target.partition(":")
+    if not mod_name or not func_name or ":" in func_name:
+        raise CLIError(f"bad target {target!r}: write it as package.module:function")
+    if "" not in sys.path and "." not in sys.path:  # like `python -m`, find modules in the current directory
+        sys.path.insert(0, "")
+    try:
+        module = importlib.import_module(mod_name)
+    except ImportError as exc:
+        raise CLIError(f"cannot import module {mod_name!r} (from {target!r}): {exc}. "
+                       "Run from the directory that contains it or install its package.") from None
+    func: Any = module
+    for part in func_name.split("."):
+        if not hasattr(func, part):
+            raise CLIError(f"module {mod_name!r} has no attribute {func_name!r} (from {target!r})")
+        func = getattr(func, part)
+    if not callable(func):
+        raise CLIError(f"{target} is a {type(func).__name__}, not a function returning (model, inputs)")
+    try:
+        result = func()
+    except Exception as exc:
+        raise CLIError(f"{target}() raised {type(exc).__name__}: {exc}") from None
+    model, args, kwargs = _unpack(target, result)
+    from . import trace_model
+
+    return trace_model(model, args, kwargs=kwargs, name=type(model).__name__)
+
+
+def _unpack(target: str, result: Any) -> tuple[Any, Any, dict[str, Any] | None]:
+    import torch
+
+    want = "(model, inputs) or (model, args, kwargs)"
+    if not isinstance(result, (tuple, list)) or len(result) not in (2, 3):
+        raise CLIError(f"{target}() must return {want}; it returned {_short_type(result)}")
+    model = result[0]
+    if not isinstance(model, torch.nn.Module):
+        raise CLIError(f"{target}() must return {want} with an nn.Module first; "
+                       f"the first item is {_short_type(model)}")
+    args = result[1]
+    kwargs = result[2] if len(result) == 3 else None
+    if kwargs is not None and not isinstance(kwargs, dict):
+        raise CLIError(f"{target}() returned 3 items; the third (kwargs) must be a dict, not {_short_type(kwargs)}")
+    return model, args, kwargs
+
+
+def _short_type(x: Any) -> str:
+    if isinstance(x, (tuple, list)):
+        return f"a {type(x).__name__} of {len(x)} items"
+    return "None" if x is None else f"a {type(x).__name__}"
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Fail early, with advice, when the port is taken (werkzeug's own message is a traceback)."""
+    if port == 0:
+        return
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise CLIError(f"port {port} is already in use on {host}: stop the other server or "
+                               f"pass --port N (--port 0 picks a free one)") from None
+            raise CLIError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+# ---- commands ------------------------------------------------------------------------------
+def _serve(ns: argparse.Namespace) -> int:
+    from .app.server import make_app, serve_forever
+
+    check_port_free(ns.host, ns.port)
+    if ns.target is None:
+        app = make_app(gallery=True, title="torchvista_dash gallery")
+    else:
+        trace = resolve_target(ns.target)
+        app = make_app([trace], title=trace.graph.model_name or "torchvista_dash")
+        if trace.failed:
+            err = trace.graph.error
+            print(f"warning: the forward pass failed ({err.type}: {err.message}); serving the partial graph",
+                  file=sys.stderr)
+    serve_forever(app, ns.host, ns.port)
+    return 0
+
+
+def _export(ns: argparse.Namespace) -> int:
+    out = Path(ns.output)
+    fmt = (ns.format or out.suffix.lstrip(".")).lower()
+    if fmt not in EXPORT_FORMATS:
+        raise CLIError(f"can't tell the format of {out}: use an extension or --format among {', '.join(EXPORT_FORMATS)}")
+    if not out.parent.exists():
+        raise CLIError(f"the folder {out.parent} does not exist; create it first")
+    trace = resolve_target(ns.target)
+    if fmt == "json":
+        trace.save(out)
+    else:
+        from .render.export import export
+
+        depth = None if ns.depth is not None and ns.depth < 0 else ns.depth
+        export(trace, out, fmt=fmt, depth=depth, theme=ns.theme, rankdir=ns.direction)
+    if trace.failed:
+        err = trace.graph.error
+        print(f"warning: the forward pass failed ({err.type}: {err.message}); exported the partial graph",
+              file=sys.stderr)
+    print(f"wrote {out}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m torchvista_dash", description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    target_help = ("a saved trace (file.json), module:function returning (model, inputs) or (model, args, kwargs), "
+                   "or a demo name")
+    s = sub.add_parser("serve", help="serve the interactive graph (no TARGET: the gallery of demo models)")
+    s.add_argument("target", nargs="?", help=target_help)
+    s.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
+    s.add_argument("--port", type=int, default=8050, help="port (default 8050; 0 picks a free one)")
+    s.set_defaults(func=_serve)
+    e = sub.add_parser("export", help="write the picture (html, svg, png, pdf) or the trace (json)")
+    e.add_argument("target", help=target_help)
+    e.add_argument("-o", "--output", required=True, help="output file; its extension picks the format")
+    e.add_argument("--format", choices=EXPORT_FORMATS, help="override the format the extension implies")
+    e.add_argument("--depth", type=int, default=1, help="module depth to open (default 1; -1 opens everything)")
+    e.add_argument("--theme", choices=("light", "dark"), default="light")
+    e.add_argument("--direction", choices=("TB", "LR"), default="TB")
+    e.set_defaults(func=_export)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m torchvista_dash`` and the ``torchvista-dash`` script; returns the exit status."""
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    try:
+        return int(ns.func(ns))
+    except CLIError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
