@@ -145,6 +145,7 @@ def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "li
     bounds = _bounds(layout)
     font_px = label_px(bounds)
     small_px = round(max(6.0, font_px * 0.82), 1)
+    header_px = round(font_px * 10 / 11, 1)   # the layout reserves cluster headers for a 10 pt font
     traces: list[dict[str, Any]] = []
 
     # ---- clusters: one fill trace per depth (outer first), failed outlines on top ----------
@@ -254,21 +255,21 @@ def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "li
             y = round(y1 - HEADER_OFFSET, 1)
             tx.append(round(x0 + TOGGLE_INSET, 1))
             ty.append(y)
-            hx2.append(round(x0 + 2 * TOGGLE_INSET - 2, 1))
+            hx2.append(round(x0 + 2 * TOGGLE_INSET + 1, 1))
             htext.append(f"<b>{esc(cl.label)}</b>")
             hhover.append(hov.cluster_text(cl))
             hcolor.append(th.failed_line if cl.failed else th.font)
             cids.append(cl.id)
         traces.append({
             "type": "scatter", "name": "clusters:headers", "x": hx2, "y": ty, "mode": "text", "text": htext,
-            "textposition": "middle right", "textfont": {"size": font_px, "color": hcolor},
+            "textposition": "middle right", "textfont": {"size": header_px, "color": hcolor},
             "hovertext": hhover, "hoverinfo": "text", "customdata": cids, "showlegend": False,
         })
         traces.append({
             "type": "scatter", "name": "clusters:toggles", "x": tx, "y": ty, "mode": "markers+text",
             "text": [CLOSE_MARK] * len(cids), "textposition": "middle center",
-            "textfont": {"size": font_px + 2, "color": hcolor},
-            "marker": {"symbol": "square", "size": font_px + 6, "color": th.paper,
+            "textfont": {"size": header_px + 2, "color": hcolor},
+            "marker": {"symbol": "square", "size": header_px + 6, "color": th.paper,
                        "line": {"color": th.cluster_line, "width": 1}},
             "hovertext": [f"collapse {esc(c.label)}" for c in vg.clusters], "hoverinfo": "text",
             "customdata": cids, "showlegend": False,
