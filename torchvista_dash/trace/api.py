@@ -1,0 +1,158 @@
+"""``trace_model``: run one forward pass under the recorder and return a ``Trace``."""
+
+from __future__ import annotations
+
+import gc
+import traceback
+import warnings
+from typing import Any
+
+import torch
+from torch.nn.modules import module as nn_module
+
+from .. import __version__
+from ..graph import Edge, ErrorInfo, Graph, Node, node_id_for
+from ..traced import Trace
+from .describe import format_arg
+from .recorder import Recorder, RecordingMode
+from .state import ModelState
+from .structure import bind_arg_names, check_inputs, iter_tensors
+
+
+def trace_model(model: torch.nn.Module, inputs: Any = (), kwargs: dict[str, Any] | None = None, *,
+                name: str | None = None) -> Trace:
+    """Trace ``model(*inputs, **kwargs)`` once, under ``torch.no_grad()``, leaving the model untouched.
+
+    ``inputs`` is a tensor, a tuple/list of positional arguments (tensors or nested structures), or a single
+    dict/dataclass argument. If the forward pass raises, the partial graph is returned with the failing op
+    and its enclosing module calls marked, ``Trace.error`` holds the exception, and a warning is issued.
+    """
+    model = _unwrap(model)
+    args, kw = check_inputs(inputs, kwargs)
+    gc_was_enabled = gc.isenabled()
+    gc.disable()     # the recorder allocates many small objects; a full GC pass mid-trace costs more than it saves
+    try:
+        return _trace(model, args, kw, name)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _trace(model: torch.nn.Module, args: tuple[Any, ...], kw: dict[str, Any], name: str | None) -> Trace:
+    rec = Recorder(model)
+    state = ModelState(model)
+    error: BaseException | None = None
+    result: Any = None
+    handles = []
+    try:
+        for i, n in enumerate(bind_arg_names(model.forward, len(args))):
+            for path, t in iter_tensors(args[i], n):
+                rec.add_input(path, t)
+        for k, v in kw.items():
+            for path, t in iter_tensors(v, k):
+                rec.add_input(path, t)
+        handles.append(nn_module.register_module_forward_pre_hook(rec.pre_hook))
+        handles.append(nn_module.register_module_forward_hook(rec.post_hook, always_call=True))
+        try:
+            with torch.no_grad(), RecordingMode(rec):
+                result = model(*args, **kw)
+        except Exception as exc:
+            error = exc
+        finally:
+            for h in handles:
+                h.remove()
+        if error is None:
+            for path, t in iter_tensors(result, "output", top=True):
+                rec.add_output(path, t)
+    finally:
+        state.restore()
+    graph = _finalize(rec, name or type(model).__name__, error)
+    del result
+    if error is not None:
+        warnings.warn(
+            f"the forward pass of {graph.model_name} raised {type(error).__name__}: {error}; returning the "
+            f"partial trace (Trace.error holds the exception, Trace.raise_if_failed() re-raises it)",
+            stacklevel=3,
+        )
+    return Trace(graph, error)
+
+
+def _unwrap(model: Any) -> torch.nn.Module:
+    """The nn.Module to trace: torch.compile'd models are traced through their original module."""
+    if isinstance(model, torch.jit.ScriptModule):
+        raise TypeError(
+            "trace_model: TorchScript modules cannot be traced (their forward runs in the TorchScript "
+            "interpreter, not in Python); trace the original nn.Module instead"
+        )
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"trace_model: model must be a torch.nn.Module, got {type(model).__name__}")
+    orig = model.__dict__.get("_orig_mod") or getattr(model, "_modules", {}).get("_orig_mod")
+    if type(model).__name__ == "OptimizedModule" and isinstance(orig, torch.nn.Module):
+        return orig
+    return model
+
+
+def _in_chain(target: BaseException, exc: BaseException | None) -> bool:
+    """Is ``target`` the exception ``exc`` or one it was raised from / while handling?"""
+    seen = 0
+    while exc is not None and seen < 50:
+        if exc is target:
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False
+
+
+def _finalize(rec: Recorder, model_name: str, error: BaseException | None) -> Graph:
+    # Only the op whose exception escaped the forward pass stays; ops that raised and were caught go.
+    error_idx: int | None = None
+    dropped: set[int] = set()
+    for idx, exc in rec.failed_ops:
+        if error is not None and _in_chain(exc, error):
+            if error_idx is not None:
+                dropped.add(error_idx)
+            error_idx = idx
+        else:
+            dropped.add(idx)
+    failed_calls = {cid for cid, exc in rec.failed_exits if error is not None and _in_chain(exc, error)}
+
+    ids: list[str | None] = []
+    k = 0
+    for i in range(len(rec.nodes)):
+        if i in dropped:
+            ids.append(None)
+        else:
+            ids.append(node_id_for(k))
+            k += 1
+    nodes = tuple(
+        Node(id=ids[i], kind=r.kind, name=r.name, parent=r.parent, error=r.error if i == error_idx else None,
+             args=tuple((a, format_arg(v, ids)) for a, v in r.args), source=r.source, params=tuple(r.params),
+             outputs=tuple(r.outputs))
+        for i, r in enumerate(rec.nodes) if ids[i] is not None
+    )
+    edges = tuple(
+        Edge(src=ids[s], dst=ids[d], tensor=f"{ids[s]}/{o}", meta=m, dst_arg=a)
+        for s, o, d, m, a in rec.edges if ids[s] is not None and ids[d] is not None
+    )
+    err_info = None
+    if error is not None:
+        err_info = ErrorInfo(
+            type=type(error).__name__, message=str(error),
+            traceback="".join(traceback.format_exception(type(error), error, error.__traceback__)),
+            node=ids[error_idx] if error_idx is not None else None,
+        )
+        if error_idx is not None:
+            failed_calls.update(_ancestors(rec, rec.nodes[error_idx].parent))
+    graph = Graph(nodes=nodes, edges=edges, module_calls=tuple(rec.build_calls(failed_calls)),
+                  model_name=model_name, error=err_info,
+                  versions=(("torch", torch.__version__), ("torchvista_dash", __version__)))
+    return graph
+
+
+def _ancestors(rec: Recorder, cid: str | None) -> list[str]:
+    parents = {c["id"]: c["parent"] for c in rec.calls}
+    out = []
+    while cid is not None:
+        out.append(cid)
+        cid = parents.get(cid)
+    return out
