@@ -75,9 +75,10 @@ def _analyse(graph: Graph) -> _Index:
             lo, hi = span.get(c, (i, i))
             span[c] = (min(lo, i), max(hi, i))
 
-    # tensors crossing each call's boundary, and which sibling feeds which
+    # tensors entering each call, and which sibling feeds which. Tensors leaving a call are not part of its
+    # signature: they depend on its successors (T5's last block passes no position bias on), while what it
+    # computes is already in its op sequence.
     ins: dict[str, dict[str, tuple[int, ...]]] = {}
-    outs: dict[str, dict[str, tuple[int, ...]]] = {}
     feeds: set[tuple[str, str]] = set()
     kinds = {n.id: n.kind for n in graph.nodes}
     for e in graph.edges:
@@ -89,8 +90,6 @@ def _analyse(graph: Graph) -> _Index:
             feeds.add((s[p], d[p]))
         if kinds[e.src] in _HIDDEN_KINDS:
             continue
-        for c in s[p:]:
-            outs.setdefault(c, {}).setdefault(e.tensor, e.meta.shape)
         for c in d[p:]:
             ins.setdefault(c, {}).setdefault(e.tensor, e.meta.shape)
 
@@ -104,7 +103,7 @@ def _analyse(graph: Graph) -> _Index:
     for c in sorted(graph.module_calls, key=lambda c: -len(chain[c.id])):
         body = sorted(items[c.id], key=lambda t: t[0])
         desc = (c.cls, c.extra_repr, tuple((p.name, p.shape, p.dtype) for p in c.params),
-                tuple(x for _, x in body), tuple(ins.get(c.id, {}).values()), tuple(outs.get(c.id, {}).values()))
+                tuple(x for _, x in body), tuple(ins.get(c.id, {}).values()))
         signature[c.id] = hashlib.sha1(repr(desc).encode()).hexdigest()[:20]
         if c.parent is not None and c.id in span:
             items[c.parent].append((span[c.id][0], ("c", signature[c.id])))
@@ -249,7 +248,7 @@ def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
     reps = _Reps(graph, idx, spec)
     calls = graph.call_by_id
     vis: dict[str, VisibleNode] = {}
-    node_rep: dict[str, tuple[str, str | None]] = {}
+    node_rep: dict[str, tuple[str, str | None]] = {}   # node id → (visible box, hidden call standing in)
     for n in graph.nodes:
         r = reps.of_call(n.parent) if n.parent is not None else None
         if r is None:
@@ -282,13 +281,10 @@ def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
     for e in graph.edges:
         if kinds[e.src] in _HIDDEN_KINDS and not spec.show_params:
             continue
-        (rs, ms), (rd, md) = node_rep[e.src], node_rep[e.dst]
+        # a folded run stands for all its members: every tensor crossing its boundary is drawn once (a mask
+        # entering each block merges into one edge; per-block outputs such as KV caches stay connected)
+        rs, rd = node_rep[e.src][0], node_rep[e.dst][0]
         if rs == rd or rs not in vis or rd not in vis:
-            continue
-        # a folded run's boundary: what enters its first member and what leaves its last
-        if rd.startswith(FOLD_PREFIX) and md != idx.runs[rd][0]:
-            continue
-        if rs.startswith(FOLD_PREFIX) and ms != idx.runs[rs][-1]:
             continue
         key = (rs, rd, e.tensor)
         if key not in edges:
