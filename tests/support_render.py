@@ -2,11 +2,15 @@
 
 ``grid_case(n)`` places ``n`` visible boxes on a grid with straight edges, inside nested clusters,
 with every visible kind represented, so the renderer can be tested and timed at any size.
+TinyNet / Broken are small real models for tests through the real tracer.
 """
 
 from __future__ import annotations
 
 import math
+
+import torch
+from torch import nn
 
 from torchvista_dash.graph import (
     ROOT_CALL_ID,
@@ -106,3 +110,34 @@ def grid_case(n: int, *, failed: bool = False, cols: int | None = None) -> tuple
                     parent={**{v.id: v.parent for v in vnodes}, ROOT_CALL_ID: None, enc_id: ROOT_CALL_ID},
                     edges=tuple(paths), width=width, height=height)
     return graph, vg, layout
+
+
+# ---- small real models (traced in the pipeline, export and browser tests) ------------------------
+class Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.fc(x)) + x
+
+
+class TinyNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Linear(8, 16)
+        self.blocks = nn.Sequential(Block(), Block(), Block())
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.blocks(self.embed(x))).softmax(-1)
+
+
+class Broken(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(8, 16)
+        self.b = nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(torch.relu(self.a(x)))

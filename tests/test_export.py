@@ -1,0 +1,104 @@
+"""render.export: real files from a real trace (Graphviz for svg/png/pdf, plotly.js embedded in html)."""
+
+from __future__ import annotations
+
+import struct
+import xml.etree.ElementTree as ET
+
+import pytest
+import torch
+from support_render import Broken, TinyNet, grid_case
+
+from torchvista_dash import load_trace, trace_model
+from torchvista_dash.render.export import FORMATS, HTML_DIV_ID, export
+from torchvista_dash.render.static import render_static, to_static_dot
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+
+@pytest.fixture(scope="module")
+def tiny(dot_binary):
+    torch.manual_seed(0)
+    return trace_model(TinyNet(), torch.randn(2, 8))
+
+
+def svg_texts(path) -> list[str]:
+    root = ET.parse(path).getroot()
+    assert root.tag == f"{SVG_NS}svg"
+    return ["".join(t.itertext()) for t in root.iter(f"{SVG_NS}text")]
+
+
+def test_svg_is_valid_and_shows_the_view(tiny, tmp_path):
+    out = tiny.export(tmp_path / "model.svg", depth=1, expanded=["blocks"])
+    texts = svg_texts(out)
+    vg = tiny.view(depth=1, expanded=["blocks"])
+    for n in vg.nodes:
+        assert any(n.label.split(" ×")[0] in t for t in texts), n.label
+    assert any(t.startswith("⊕ embed: Linear") for t in texts)          # collapsed module: can open
+    assert any(t.startswith("⊖ blocks: Sequential") for t in texts)     # expanded cluster: can close
+    assert any("×3" in t for t in texts)                                # folded group
+    assert "2×16" in texts                                              # edge label
+
+
+def test_png_has_signature_and_real_size(tiny, tmp_path):
+    out = tiny.export(tmp_path / "model.png", depth=None)
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    assert width > 100 and height > 300 and len(data) > 5000
+
+
+def test_pdf_header(tiny, tmp_path):
+    data = tiny.export(tmp_path / "model.pdf").read_bytes()
+    assert data.startswith(b"%PDF-") and b"%%EOF" in data[-64:] and len(data) > 2000
+
+
+def test_html_is_standalone_and_deterministic(tiny, tmp_path):
+    a = tiny.to_html(tmp_path / "a.html", depth=1)
+    b = tiny.export(tmp_path / "b.html", depth=1)
+    text = a.read_text(encoding="utf-8")
+    assert a.read_bytes() == b.read_bytes()
+    assert f'id="{HTML_DIV_ID}"' in text
+    assert "<script src=" not in text                                  # plotly.js embedded: works offline
+    assert len(text) > 1_000_000 and "TinyNet — torchvista_dash" in text
+    assert '"scrollZoom": true' in text
+
+
+def test_json_round_trips(tiny, tmp_path):
+    out = tiny.export(tmp_path / "trace.json")
+    assert load_trace(out).graph == tiny.graph
+
+
+def test_format_from_fmt_overrides_the_extension(tiny, tmp_path):
+    out = export(tiny, tmp_path / "picture.out", fmt="svg")
+    assert svg_texts(out)
+
+
+@pytest.mark.parametrize("name", ["model.gif", "model.jpeg", "model"])
+def test_unsupported_or_missing_extension_lists_formats(tiny, tmp_path, name):
+    with pytest.raises(ValueError) as info:
+        tiny.export(tmp_path / name)
+    assert all(f in str(info.value) for f in FORMATS)
+    assert not (tmp_path / name).exists()
+
+
+def test_missing_directory_is_a_clear_error(tiny, tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        tiny.export(tmp_path / "nope" / "model.svg")
+
+
+def test_static_export_keeps_theme_and_failure_colours(dot_binary, tmp_path):
+    g, vg, lay = grid_case(12, failed=True)
+    dark = render_static(g, vg, lay, tmp_path / "dark.svg", "svg", theme="dark").read_text(encoding="utf-8")
+    light = render_static(g, vg, lay, tmp_path / "light.svg", "svg").read_text(encoding="utf-8")
+    assert 'fill="#111111"' in dark and 'fill="#ffffff"' in light            # backgrounds of the templates
+    assert 'stroke="#d62728"' in light and 'stroke="#ff5c5c"' in dark        # failed op / modules in red
+    dot = to_static_dot(g, vg, lay, highlight="n:7")
+    assert dot.count('!"') == len(vg.nodes) + 2 * len(vg.clusters) + 1       # every position pinned
+
+
+def test_failed_trace_exports(dot_binary, tmp_path):
+    with pytest.warns(UserWarning):
+        t = trace_model(Broken(), torch.randn(2, 8))
+    svg = t.export(tmp_path / "broken.svg", depth=None).read_text(encoding="utf-8")
+    assert "#d62728" in svg
