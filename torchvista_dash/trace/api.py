@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import os
+import sys
 import traceback
 import warnings
 from typing import Any
@@ -72,9 +74,20 @@ def _trace(model: torch.nn.Module, args: tuple[Any, ...], kw: dict[str, Any], na
         warnings.warn(
             f"the forward pass of {graph.model_name} raised {type(error).__name__}: {error}; returning the "
             f"partial trace (Trace.error holds the exception, Trace.raise_if_failed() re-raises it)",
-            stacklevel=3,
+            stacklevel=_user_stacklevel(),
         )
     return Trace(graph, error)
+
+
+def _user_stacklevel() -> int:
+    """The warnings stacklevel of the first frame outside this package (so the warning names user code)."""
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    f = sys._getframe(1)
+    level = 1
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(pkg + os.sep):
+        f = f.f_back
+        level += 1
+    return level
 
 
 def _unwrap(model: Any) -> torch.nn.Module:
