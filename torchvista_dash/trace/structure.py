@@ -123,5 +123,8 @@ def _check_leaf(obj: Any, where: str, depth: int) -> None:
     elif isinstance(obj, (list, tuple)):
         for i, v in enumerate(obj):
             _check_leaf(v, f"{where}[{i}]", depth + 1)
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        for f in dataclasses.fields(obj):
+            _check_leaf(getattr(obj, f.name, None), f"{where}.{f.name}", depth + 1)
     elif inspect.isgenerator(obj) or inspect.isfunction(obj):
         raise TypeError(f"trace_model: {where} is a {type(obj).__name__}; pass concrete tensors or structures")

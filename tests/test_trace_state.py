@@ -1,0 +1,196 @@
+"""Tracing never changes the model or global torch state, whatever happens; bad arguments fail early."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import warnings
+from typing import Any
+
+import pytest
+import torch
+from support_models import MLP, BNNet, FailingNet, build_synthetic
+from torch.nn.modules import module as nn_module
+
+from torchvista_dash import trace_model
+
+
+def global_state() -> dict[str, Any]:
+    """Everything global the tracer touches."""
+    return {
+        "hooks": [dict(getattr(nn_module, n)) for n in (
+            "_global_forward_hooks", "_global_forward_pre_hooks", "_global_forward_hooks_always_called",
+            "_global_backward_hooks", "_global_backward_pre_hooks")],
+        "modes": torch._C._len_torch_function_stack(),
+        "mode_enabled": torch._C._is_torch_function_mode_enabled(),
+        "grad": torch.is_grad_enabled(),
+        "profile": sys.getprofile(),
+    }
+
+
+def model_state(model: torch.nn.Module) -> dict[str, Any]:
+    return {
+        "training": [m.training for m in model.modules()],
+        "params": {k: (id(p), p.requires_grad, p.detach().clone()) for k, p in model.named_parameters()},
+        "buffers": {k: (id(b), b.detach().clone()) for k, b in model.named_buffers()},
+        "hooks": [(dict(m._forward_hooks), dict(m._forward_pre_hooks), dict(m._backward_hooks))
+                  for m in model.modules()],
+    }
+
+
+def assert_same_model_state(before: dict[str, Any], after: dict[str, Any]) -> None:
+    assert before["training"] == after["training"]
+    assert before["hooks"] == after["hooks"]
+    assert before["params"].keys() == after["params"].keys()
+    for k, (pid, rg, val) in before["params"].items():
+        pid2, rg2, val2 = after["params"][k]
+        assert (pid, rg) == (pid2, rg2) and torch.equal(val, val2), k
+    assert before["buffers"].keys() == after["buffers"].keys()
+    for k, (bid, val) in before["buffers"].items():
+        bid2, val2 = after["buffers"][k]
+        assert bid == bid2 and torch.equal(val, val2), k
+
+
+def test_training_batchnorm_stats_flags_and_hooks_untouched() -> None:
+    model, args, _ = build_synthetic("bn_train")
+    model.conv.weight.requires_grad_(False)
+    seen: list[int] = []
+    model.bn.register_forward_hook(lambda m, a, out: seen.append(1))
+    before_g, before = global_state(), model_state(model)
+    with torch.no_grad():     # control: the same forward does change the running stats
+        probe = BNNet().train()
+        probe.load_state_dict(model.state_dict())
+        probe(*args)
+        assert not torch.equal(probe.bn.running_mean, model.bn.running_mean)
+    t = trace_model(model, args)
+    assert t.error is None and seen == [1]            # the user's own hook still ran, once
+    assert_same_model_state(before, model_state(model))
+    assert global_state() == before_g
+    assert model.training and model.bn.training and model.bn.num_batches_tracked.item() == 0
+
+
+def test_tracing_twice_gives_identical_json() -> None:
+    model, args, kwargs = build_synthetic("reuse")
+    a = trace_model(model, args, kwargs=kwargs).graph.to_json()
+    b = trace_model(model, args, kwargs=kwargs).graph.to_json()
+    assert a == b
+    assert "0x" not in a     # no memory addresses anywhere
+
+
+def test_state_restored_after_failure() -> None:
+    model = FailingNet().train()
+    x = torch.randn(2, 8)
+    before_g, before = global_state(), model_state(model)
+    with pytest.warns(UserWarning, match="raised RuntimeError"):
+        t = trace_model(model, x)
+    assert t.failed
+    assert_same_model_state(before, model_state(model))
+    assert global_state() == before_g
+    # and a normal trace works right after
+    assert not trace_model(MLP(), torch.randn(2, 8)).failed
+
+
+def test_state_restored_after_keyboard_interrupt() -> None:
+    class Interrupting(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+            self.bn = torch.nn.BatchNorm1d(4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            self.bn(self.fc(x))
+            raise KeyboardInterrupt
+
+    model = Interrupting().train()
+    before_g, before = global_state(), model_state(model)
+    with pytest.raises(KeyboardInterrupt):
+        trace_model(model, torch.randn(3, 4))
+    assert_same_model_state(before, model_state(model))
+    assert global_state() == before_g
+
+
+def test_no_references_to_user_tensors_kept() -> None:
+    import weakref
+
+    model = MLP()
+    x = torch.randn(2, 8)
+    ref = weakref.ref(x)
+    t = trace_model(model, x)
+    del x
+    assert ref() is None
+    assert not any(isinstance(v, torch.Tensor) for v in vars(t).values())
+    assert t.graph.nodes[0].kind == "input"
+
+
+def test_compiled_model_traced_through_original_module() -> None:
+    model = MLP()
+    compiled = torch.compile(model)
+    g = trace_model(compiled, torch.randn(2, 8)).graph
+    assert [c.qualname for c in g.module_calls] == ["", "layers", "layers.0", "layers.1", "layers.2", "layers.3"]
+    assert g.model_name == "MLP"
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_torchscript_module_gets_clear_error() -> None:
+    scripted = torch.jit.script(MLP())
+    with pytest.raises(TypeError, match="TorchScript"):
+        trace_model(scripted, torch.randn(2, 8))
+
+
+@dataclasses.dataclass
+class _Box:
+    x: Any
+
+
+@pytest.mark.parametrize(("model", "inputs", "kwargs", "match"), [
+    ("not a module", torch.randn(2, 8), None, "must be a torch.nn.Module"),
+    (MLP(), "hello", None, "inputs must be a tensor"),
+    (MLP(), 3.0, None, "inputs must be a tensor"),
+    (MLP(), (torch.randn(2, 8).numpy(),), None, "numpy.ndarray, not a tensor"),
+    (MLP(), _Box(x=torch.randn(2, 8).numpy()), None, r"inputs\[0\]\.x is a numpy"),
+    (MLP(), (torch.randn(2, 8),), ["mask"], "kwargs must be a dict"),
+    (MLP(), (MLP(),), None, "is an nn.Module"),
+])
+def test_bad_arguments_raise_type_error_before_running(model: Any, inputs: Any, kwargs: Any, match: str) -> None:
+    calls: list[int] = []
+    if isinstance(model, torch.nn.Module):
+        model.register_forward_pre_hook(lambda m, a: calls.append(1))
+    with pytest.raises(TypeError, match=match):
+        trace_model(model, inputs, kwargs=kwargs)
+    assert calls == []
+    assert torch._C._len_torch_function_stack() == 0
+
+
+def test_input_forms_tensor_tuple_list_dict() -> None:
+    class Two(torch.nn.Module):
+        def forward(self, a: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
+            return a if b is None else a + b
+
+    class Dicty(torch.nn.Module):
+        def forward(self, d: dict[str, torch.Tensor]) -> torch.Tensor:
+            return d["p"] * 2
+
+    x = torch.ones(2)
+    assert [n.name for n in trace_model(Two(), x).graph.nodes if n.kind == "input"] == ["a"]
+    assert [n.name for n in trace_model(Two(), [x, x + 1]).graph.nodes if n.kind == "input"] == ["a", "b"]
+    assert [n.name for n in trace_model(Two(), (x,), kwargs={"b": x}).graph.nodes if n.kind == "input"] == ["a", "b"]
+    assert [n.name for n in trace_model(Dicty(), {"p": x}).graph.nodes if n.kind == "input"] == ["d['p']"]
+
+
+def test_meta_device_model_traces_without_memory() -> None:
+    with torch.device("meta"):
+        model = MLP((512, 4096, 4096, 10))
+    x = torch.empty(4, 512, device="meta")
+    t = trace_model(model, x)
+    assert not t.failed
+    (out,) = [n for n in t.graph.nodes if n.kind == "output"]
+    assert out.outputs[0].shape == (4, 10) and out.outputs[0].device == "meta"
+    assert all(e.meta.device == "meta" for e in t.graph.edges)
+    assert t.graph.call_by_id["mod:(root)"].num_params == 512 * 4096 + 4096 + 4096 * 4096 + 4096 + 4096 * 10 + 10
+
+
+def test_warning_points_at_caller() -> None:
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        trace_model(FailingNet(), torch.randn(2, 8))
+    assert len(w) == 1 and w[0].filename == __file__
