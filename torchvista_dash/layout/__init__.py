@@ -25,6 +25,7 @@ __all__ = [
 ]
 
 CACHE_SIZE = 64
+DOT_FORMAT = "json0"   # JSON without xdot drawing ops: a quarter of the bytes, and dot writes it faster
 _cache: OrderedDict[tuple[VisibleGraph, str], Layout] = OrderedDict()
 _lock = threading.Lock()
 _stats = {"hits": 0, "misses": 0, "dot_runs": 0}
@@ -46,7 +47,7 @@ def layout_view(vg: VisibleGraph, rankdir: str = "TB", *, timeout: float | None 
             return hit
         _stats["misses"] += 1
     dot, names = build_dot(vg, rankdir)
-    raw = run_dot(dot.to_string(), "json", timeout=timeout)
+    raw = run_dot(dot.to_string(), DOT_FORMAT, timeout=timeout)
     with _lock:
         _stats["dot_runs"] += 1
     lay = parse_json(raw, vg, names, rankdir)

@@ -1,7 +1,7 @@
 """VisibleGraph → pydot DOT: nested clusters, node sizes estimated from label text, deterministic order.
 
-DOT names are short positional names (``v12``, ``cluster_c3``) so no id ever needs quoting; the visible ids
-ride along as Graphviz ``id`` attributes (they become element ids in Graphviz's own SVG output).
+DOT names are short positional names (``v12``, ``cluster_c3``) so no id ever needs quoting; ``to_dot`` adds the
+visible ids as Graphviz ``id`` attributes (element ids in Graphviz's own SVG output).
 """
 
 from __future__ import annotations
@@ -49,7 +49,6 @@ class DotNames:
 
     nodes: dict[str, str]       # DOT node name → visible node id
     clusters: dict[str, str]    # DOT subgraph name → cluster id
-    edges: dict[str, int]       # DOT edge id attribute → index in vg.edges
 
 
 def _quote(text: str) -> str:
@@ -64,8 +63,11 @@ def check_rankdir(rankdir: str) -> str:
     return rankdir
 
 
-def build_dot(vg: VisibleGraph, rankdir: str = "TB") -> tuple[pydot.Dot, DotNames]:
-    """The DOT for ``vg`` and the name mapping to read dot's output back."""
+def build_dot(vg: VisibleGraph, rankdir: str = "TB", *, ids: bool = False) -> tuple[pydot.Dot, DotNames]:
+    """The DOT for ``vg`` and the name mapping to read dot's output back.
+
+    Edges are written in ``vg.edges`` order (dot numbers them so). ``ids`` adds the visible ids as Graphviz
+    ``id`` attributes, which only Graphviz's own SVG uses; the layout run leaves them out (less to write)."""
     check_rankdir(rankdir)
     g = pydot.Dot("view", graph_type="digraph", rankdir=rankdir, fontname=FONT_NAME, **GRAPH_ATTRS)
     g.set_node_defaults(shape="box", fixedsize="true", fontname=FONT_NAME, fontsize=str(FONT_SIZE),
@@ -75,9 +77,11 @@ def build_dot(vg: VisibleGraph, rankdir: str = "TB") -> tuple[pydot.Dot, DotName
     subgraphs: dict[str | None, pydot.Dot | pydot.Cluster] = {None: g}
     cluster_names: dict[str, str] = {}
     for i, c in enumerate(vg.clusters):
-        sub = pydot.Cluster(f"c{i}", id=_quote(c.id), label=_quote(c.label), labeljust="l",
+        sub = pydot.Cluster(f"c{i}", label=_quote(c.label), labeljust="l",
                             fontsize=str(CLUSTER_FONT_SIZE), fontname=FONT_NAME, style="rounded",
                             color="red" if c.failed else "gray50")
+        if ids:
+            sub.set("id", _quote(c.id))
         subgraphs[c.id] = sub
         cluster_names[sub.get_name()] = c.id
     for c in vg.clusters:   # parents are attached after being filled, so add children first is not needed
@@ -92,7 +96,9 @@ def build_dot(vg: VisibleGraph, rankdir: str = "TB") -> tuple[pydot.Dot, DotName
         dot_name[n.id] = name
         w, h = node_size(n)
         label = n.label + ("\n" + n.sublabel if n.sublabel else "")
-        attrs = {"id": _quote(n.id), "label": _quote(label), "width": f"{w / 72:.4f}", "height": f"{h / 72:.4f}"}
+        attrs = {"label": _quote(label), "width": f"{w / 72:.4f}", "height": f"{h / 72:.4f}"}
+        if ids:
+            attrs["id"] = _quote(n.id)
         if n.kind == "folded":
             attrs["peripheries"] = "2"
         if n.kind in ("input", "output"):
@@ -101,17 +107,12 @@ def build_dot(vg: VisibleGraph, rankdir: str = "TB") -> tuple[pydot.Dot, DotName
             attrs["color"] = "red"
         subgraphs.get(n.parent, g).add_node(pydot.Node(name, **attrs))
 
-    edge_ids: dict[str, int] = {}
-    for i, e in enumerate(vg.edges):
-        eid = f"e{i}"
-        edge_ids[eid] = i
-        attrs = {"id": eid}
-        if e.label:
-            attrs["label"] = _quote(e.label)
+    for e in vg.edges:
+        attrs = {"label": _quote(e.label)} if e.label else {}
         g.add_edge(pydot.Edge(dot_name[e.src], dot_name[e.dst], **attrs))
-    return g, DotNames(node_names, cluster_names, edge_ids)
+    return g, DotNames(node_names, cluster_names)
 
 
 def to_dot(vg: VisibleGraph, rankdir: str = "TB") -> pydot.Dot:
-    """The pydot graph of a view (clusters nest like the module calls)."""
-    return build_dot(vg, rankdir)[0]
+    """The pydot graph of a view (clusters nest like the module calls); visible ids are Graphviz ``id``s."""
+    return build_dot(vg, rankdir, ids=True)[0]

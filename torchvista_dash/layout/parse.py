@@ -1,4 +1,4 @@
-"""``dot -Tjson`` output → Layout: node boxes, cluster boxes, edge polylines and label positions, in points
+"""``dot -Tjson0`` output → Layout: node boxes, cluster boxes, edge polylines and label positions, in points
 with y up (Graphviz's own coordinate system)."""
 
 from __future__ import annotations
@@ -16,44 +16,58 @@ BEZIER_SAMPLES = 4   # polyline points per cubic Bézier segment
 
 def _point(text: str) -> Point:
     x, y = text.split(",")[:2]
-    return (round(float(x), 2), round(float(y), 2))
+    return (float(x), float(y))
 
 
 def _box(text: str) -> Box:
     x0, y0, x1, y1 = (float(v) for v in text.split(","))
-    return (round(x0, 2), round(y0, 2), round(x1, 2), round(y1, 2))
+    return (x0, y0, x1, y1)
+
+
+# Bernstein weights of the sample points inside each cubic piece (t = 1/4, 2/4, 3/4, 1)
+_WEIGHTS = tuple(((1 - t) ** 3, 3 * t * (1 - t) ** 2, 3 * t * t * (1 - t), t ** 3)
+                 for t in (k / BEZIER_SAMPLES for k in range(1, BEZIER_SAMPLES + 1)))
 
 
 def spline_points(pos: str) -> tuple[Point, ...]:
     """An edge's ``pos`` ("e,x,y s,x,y p0 p1 ... p3n", a B-spline of cubic pieces) as a polyline from the
-    tail to the arrow tip."""
+    tail to the arrow tip. Straight pieces (dot draws most edges straight) add only their end point."""
     start: Point | None = None
     end: Point | None = None
-    ctrl: list[Point] = []
+    xs: list[float] = []
+    ys: list[float] = []
     for tok in pos.replace("\\\n", "").split():
-        if tok.startswith("e,"):
-            end = _point(tok[2:])
-        elif tok.startswith("s,"):
-            start = _point(tok[2:])
-        else:
-            ctrl.append(_point(tok))
+        if tok[1] == ",":
+            if tok[0] == "e":
+                end = _point(tok[2:])
+                continue
+            if tok[0] == "s":
+                start = _point(tok[2:])
+                continue
+        x, y = tok.split(",")[:2]
+        xs.append(float(x))
+        ys.append(float(y))
     pts: list[Point] = [start] if start is not None else []
-    if ctrl:
-        pts.append(ctrl[0])
-    for i in range(0, len(ctrl) - 3, 3):
-        p0, p1, p2, p3 = ctrl[i:i + 4]
-        for k in range(1, BEZIER_SAMPLES + 1):
-            t = k / BEZIER_SAMPLES
-            a, b, c, d = (1 - t) ** 3, 3 * t * (1 - t) ** 2, 3 * t * t * (1 - t), t ** 3
-            pts.append((round(a * p0[0] + b * p1[0] + c * p2[0] + d * p3[0], 2),
-                        round(a * p0[1] + b * p1[1] + c * p2[1] + d * p3[1], 2)))
+    if xs:
+        pts.append((xs[0], ys[0]))
+    for i in range(0, len(xs) - 3, 3):
+        x0, x1, x2, x3 = xs[i:i + 4]
+        y0, y1, y2, y3 = ys[i:i + 4]
+        dx, dy = x3 - x0, y3 - y0
+        # control points on the chord (within 0.5 pt): the piece is a straight line
+        if abs(dx * (y1 - y0) - dy * (x1 - x0)) <= 0.5 * (abs(dx) + abs(dy)) and \
+                abs(dx * (y2 - y0) - dy * (x2 - x0)) <= 0.5 * (abs(dx) + abs(dy)):
+            pts.append((x3, y3))
+            continue
+        for a, b, c, d in _WEIGHTS:
+            pts.append((a * x0 + b * x1 + c * x2 + d * x3, a * y0 + b * y1 + c * y2 + d * y3))
     if end is not None:
         pts.append(end)
     return tuple(pts)
 
 
 def parse_json(raw: bytes | str, vg: VisibleGraph, names: DotNames, rankdir: str) -> Layout:
-    """Read ``dot -Tjson`` output for the DOT built by ``build_dot(vg)``."""
+    """Read ``dot -Tjson0`` (or ``-Tjson``) output for the DOT built by ``build_dot(vg)``."""
     try:
         data: dict[str, Any] = json.loads(raw)
     except ValueError as exc:
@@ -69,24 +83,33 @@ def parse_json(raw: bytes | str, vg: VisibleGraph, names: DotNames, rankdir: str
         elif name in names.nodes:
             x, y = _point(obj["pos"])
             hw, hh = float(obj["width"]) * 36.0, float(obj["height"]) * 36.0
-            nodes[names.nodes[name]] = (round(x - hw, 2), round(y - hh, 2), round(x + hw, 2), round(y + hh, 2))
+            nodes[names.nodes[name]] = (x - hw, y - hh, x + hw, y + hh)
     missing = [v.id for v in vg.nodes if v.id not in nodes]
     if missing:
         raise GraphvizError(f"Graphviz output has no position for {len(missing)} node(s), e.g. {missing[0]}")
 
-    edges: list[EdgePath | None] = [None] * len(vg.edges)
-    for obj in data.get("edges", []):
-        i = names.edges.get(obj.get("id", ""))
-        if i is None or "pos" not in obj:
-            continue
+    # dot numbers edges by tail node, not in DOT order: match them back by (tail, head, label), first come
+    # first served (edges with all three equal are interchangeable on screen)
+    queue: dict[tuple[str, str, str], list[int]] = {}
+    for i, ve in enumerate(vg.edges):
+        queue.setdefault((ve.src, ve.dst, ve.label), []).append(i)
+    paths: list[EdgePath | None] = [None] * len(vg.edges)
+    for obj in sorted(data.get("edges", []), key=lambda o: o["_gvid"]):
+        key = (names.nodes.get(gvid_name.get(obj["tail"], ""), ""), names.nodes.get(gvid_name.get(obj["head"], ""), ""),
+               obj.get("label", ""))
+        todo = queue.get(key)
+        if not todo or "pos" not in obj:
+            raise GraphvizError(f"Graphviz output has an edge the view does not: {key}")
+        i = todo.pop(0)
         ve = vg.edges[i]
         lp = _point(obj["lp"]) if "lp" in obj else None
-        edges[i] = EdgePath(ve.src, ve.dst, spline_points(obj["pos"]), label=ve.label, label_pos=lp)
-    if any(e is None for e in edges):
-        raise GraphvizError("Graphviz output is missing some edges")
+        paths[i] = EdgePath(ve.src, ve.dst, spline_points(obj["pos"]), label=ve.label, label_pos=lp)
+    if any(p is None for p in paths):
+        raise GraphvizError("Graphviz output is missing some of the view's edges")
+    edges = [p for p in paths if p is not None]
 
     parent: dict[str, str | None] = {v.id: v.parent for v in vg.nodes}
     parent.update({c.id: c.parent for c in vg.clusters})
     x0, y0, x1, y1 = _box(data.get("bb", "0,0,0,0"))
-    return Layout(nodes=nodes, clusters=clusters, parent=parent, edges=tuple(e for e in edges if e is not None),
-                  width=round(x1 - x0, 2), height=round(y1 - y0, 2), rankdir=rankdir)
+    return Layout(nodes=nodes, clusters=clusters, parent=parent, edges=tuple(edges),
+                  width=x1 - x0, height=y1 - y0, rankdir=rankdir)

@@ -1,0 +1,120 @@
+"""Layout time of GPT-2 small and BERT base views: our pipeline against the bare ``dot`` run on the same DOT.
+
+Command (from the repository root):
+    .venv/bin/python bench/bench_layout.py [--repeat 7]
+
+For each view it measures, interleaved in one run (median of --repeat):
+  - pipeline: ``layout_view`` with a cold cache (DOT built with pydot, one ``dot -Tjson`` run, JSON parsed);
+  - bare dot: ``dot -Tjson0`` alone on the identical DOT text (subprocess, output read, nothing parsed);
+  - overhead = pipeline / bare dot - 1 (target ≤ 15 %);
+  - cache hit: ``layout_view`` on the same view again (target ≤ 20 ms), and the same with the view rebuilt
+    from the spec first (what the app does on a click back to a known view);
+  - dot without our speed attributes (nslimit/mclimit/searchsize/newrank), to show what they buy.
+Models are built from configs with random weights (no downloads). Writes bench/results/layout.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+import transformers
+
+from torchvista_dash import layout, trace_model, view
+from torchvista_dash.layout import DOT_FORMAT
+from torchvista_dash.layout.dot import GRAPH_ATTRS
+
+RESULTS = Path(__file__).parent / "results" / "layout.md"
+COMMAND = ".venv/bin/python bench/bench_layout.py"
+
+
+def _models() -> list[tuple[str, object]]:
+    torch.manual_seed(0)
+    gpt2 = transformers.GPT2Model(transformers.GPT2Config()).eval()      # GPT-2 small: 12 layers, 768 wide
+    torch.manual_seed(0)
+    bert = transformers.BertModel(transformers.BertConfig()).eval()      # BERT base: 12 layers, 768 wide
+    ids = torch.randint(0, 1000, (1, 32))
+    return [("GPT-2 small", trace_model(gpt2, (ids,)).graph), ("BERT base", trace_model(bert, (ids,)).graph)]
+
+
+def _median_ms(xs: list[float]) -> float:
+    return statistics.median(xs) * 1000.0
+
+
+def _bare_dot(src: bytes) -> float:
+    t0 = time.perf_counter()
+    proc = subprocess.run([layout.find_dot(), f"-T{DOT_FORMAT}"], input=src, capture_output=True, check=True)
+    assert proc.stdout
+    return time.perf_counter() - t0
+
+
+def _without_speed_attrs(src: str) -> str:
+    keys = [k for k in GRAPH_ATTRS if k in ("nslimit", "nslimit1", "mclimit", "searchsize", "newrank")]
+    return re.sub(r"^(" + "|".join(keys) + r")=[^;]*;\n", "", src, flags=re.M)
+
+
+def bench(repeat: int) -> str:
+    rows = []
+    for model_name, g in _models():
+        views = [("default (depth=1)", view.make_spec(g)),
+                 ("fully expanded (every op, no folding)", view.make_spec(g, depth=None, fold_repeats=False)),
+                 ("fully expanded + params", view.make_spec(g, depth=None, fold_repeats=False, show_params=True))]
+        for view_name, spec in views:
+            vg = view.build_view(g, spec)
+            src = layout.dot_source(vg)
+            plain = _without_speed_attrs(src).encode()
+            ours, bare, slow, hit, hit_rebuild = [], [], [], [], []
+            for _ in range(repeat):
+                layout.clear_cache()
+                t0 = time.perf_counter()
+                layout.layout_view(vg)
+                ours.append(time.perf_counter() - t0)
+                bare.append(_bare_dot(src.encode()))
+                slow.append(_bare_dot(plain))
+                t0 = time.perf_counter()
+                layout.layout_view(vg)
+                hit.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                layout.layout_view(view.build_view(g, spec))
+                hit_rebuild.append(time.perf_counter() - t0)
+            o, b = _median_ms(ours), _median_ms(bare)
+            rows.append(f"| {model_name} | {view_name} | {len(vg.nodes)} / {len(vg.edges)} / {len(vg.clusters)} | "
+                        f"{o:.1f} | {b:.1f} | {100 * (o / b - 1):+.1f} % | {_median_ms(hit):.3f} | "
+                        f"{_median_ms(hit_rebuild):.2f} | {_median_ms(slow):.1f} |")
+    dot_version = subprocess.run([layout.find_dot(), "-V"], capture_output=True, text=True).stderr.strip()
+    head = [
+        "# Layout benchmark",
+        "",
+        f"Command: `{COMMAND} --repeat {repeat}` (median of {repeat} interleaved runs; ms).",
+        f"Machine: {platform.machine()}, Python {platform.python_version()}, {dot_version}, "
+        f"torch {torch.__version__}, transformers {transformers.__version__}.",
+        "",
+        "Targets: pipeline overhead over the bare dot run ≤ 15 %; cache hit ≤ 20 ms.",
+        "",
+        "| model | view | nodes / edges / clusters | pipeline (cold cache) | bare dot, same DOT | overhead | "
+        "cache hit | cache hit incl. build_view | dot without speed attrs |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    return "\n".join(head + rows) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=7)
+    args = ap.parse_args(argv)
+    table = bench(args.repeat)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(table, encoding="utf-8")
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
