@@ -6,11 +6,13 @@ Each ``build_*`` returns ``(model, args, kwargs)`` ready for ``trace_model(model
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.modules import module as nn_module
 
 Example = tuple[nn.Module, tuple[Any, ...], dict[str, Any]]
 
@@ -318,3 +320,40 @@ REAL_MODELS: dict[str, Any] = {
     "gpt2": build_gpt2, "bert": build_bert, "t5": build_t5, "llama": build_llama, "vit": build_vit,
     "nn_transformer": build_nn_transformer, "lstm": build_lstm,
 }
+
+
+# ---- state helpers: what tracing must leave exactly as it found it -----------------------------------
+def global_state() -> dict[str, Any]:
+    """Everything global the tracer touches."""
+    return {
+        "hooks": [dict(getattr(nn_module, n)) for n in (
+            "_global_forward_hooks", "_global_forward_pre_hooks", "_global_forward_hooks_always_called",
+            "_global_backward_hooks", "_global_backward_pre_hooks")],
+        "modes": torch._C._len_torch_function_stack(),
+        "mode_enabled": torch._C._is_torch_function_mode_enabled(),
+        "grad": torch.is_grad_enabled(),
+        "profile": sys.getprofile(),
+    }
+
+
+def model_state(model: torch.nn.Module) -> dict[str, Any]:
+    return {
+        "training": [m.training for m in model.modules()],
+        "params": {k: (id(p), p.requires_grad, p.detach().clone()) for k, p in model.named_parameters()},
+        "buffers": {k: (id(b), b.detach().clone()) for k, b in model.named_buffers()},
+        "hooks": [(dict(m._forward_hooks), dict(m._forward_pre_hooks), dict(m._backward_hooks))
+                  for m in model.modules()],
+    }
+
+
+def assert_same_model_state(before: dict[str, Any], after: dict[str, Any]) -> None:
+    assert before["training"] == after["training"]
+    assert before["hooks"] == after["hooks"]
+    assert before["params"].keys() == after["params"].keys()
+    for k, (pid, rg, val) in before["params"].items():
+        pid2, rg2, val2 = after["params"][k]
+        assert (pid, rg) == (pid2, rg2) and torch.equal(val, val2), k
+    assert before["buffers"].keys() == after["buffers"].keys()
+    for k, (bid, val) in before["buffers"].items():
+        bid2, val2 = after["buffers"][k]
+        assert bid == bid2 and torch.equal(val, val2), k

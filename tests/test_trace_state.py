@@ -3,52 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
-import sys
 import warnings
 from typing import Any
 
 import pytest
 import torch
-from support_models import MLP, BNNet, FailingNet, build_synthetic
-from torch.nn.modules import module as nn_module
+from support_models import (
+    MLP,
+    BNNet,
+    FailingNet,
+    assert_same_model_state,
+    build_synthetic,
+    global_state,
+    model_state,
+)
 
 from torchvista_dash import trace_model
-
-
-def global_state() -> dict[str, Any]:
-    """Everything global the tracer touches."""
-    return {
-        "hooks": [dict(getattr(nn_module, n)) for n in (
-            "_global_forward_hooks", "_global_forward_pre_hooks", "_global_forward_hooks_always_called",
-            "_global_backward_hooks", "_global_backward_pre_hooks")],
-        "modes": torch._C._len_torch_function_stack(),
-        "mode_enabled": torch._C._is_torch_function_mode_enabled(),
-        "grad": torch.is_grad_enabled(),
-        "profile": sys.getprofile(),
-    }
-
-
-def model_state(model: torch.nn.Module) -> dict[str, Any]:
-    return {
-        "training": [m.training for m in model.modules()],
-        "params": {k: (id(p), p.requires_grad, p.detach().clone()) for k, p in model.named_parameters()},
-        "buffers": {k: (id(b), b.detach().clone()) for k, b in model.named_buffers()},
-        "hooks": [(dict(m._forward_hooks), dict(m._forward_pre_hooks), dict(m._backward_hooks))
-                  for m in model.modules()],
-    }
-
-
-def assert_same_model_state(before: dict[str, Any], after: dict[str, Any]) -> None:
-    assert before["training"] == after["training"]
-    assert before["hooks"] == after["hooks"]
-    assert before["params"].keys() == after["params"].keys()
-    for k, (pid, rg, val) in before["params"].items():
-        pid2, rg2, val2 = after["params"][k]
-        assert (pid, rg) == (pid2, rg2) and torch.equal(val, val2), k
-    assert before["buffers"].keys() == after["buffers"].keys()
-    for k, (bid, val) in before["buffers"].items():
-        bid2, val2 = after["buffers"][k]
-        assert bid == bid2 and torch.equal(val, val2), k
 
 
 def test_training_batchnorm_stats_flags_and_hooks_untouched() -> None:
