@@ -25,6 +25,40 @@ class Residual(torch.nn.Module):
         return torch.relu(self.fc(x)) + x
 
 
+class Block(torch.nn.Module):
+    def __init__(self, d: int, act: str = "gelu") -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(d, d)
+        self.act = torch.nn.GELU() if act == "gelu" else torch.nn.ReLU()
+
+    def forward(self, x):
+        return x + self.act(self.fc(x))
+
+
+class Stack(torch.nn.Module):
+    """``n`` blocks in a ModuleList; ``odd`` swaps one block's activation (a config that differs)."""
+
+    def __init__(self, n: int = 12, odd: int | None = None, d: int = 4) -> None:
+        super().__init__()
+        self.layers = torch.nn.ModuleList(Block(d, "relu" if i == odd else "gelu") for i in range(n))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+class Stages(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stages = torch.nn.ModuleList(Stack(4) for _ in range(3))
+
+    def forward(self, x):
+        for s in self.stages:
+            x = s(x)
+        return x
+
+
 def _graph(model, *args, **kwargs) -> Graph:
     torch.manual_seed(0)
     return trace_model(model.eval(), args, kwargs=kwargs or None).graph
@@ -157,3 +191,22 @@ def test_budget_on_a_real_model(t5):
     vg = view.build_view(t5, view.make_spec(t5, depth=None, fold_repeats=False), node_budget=120)
     assert len(vg.nodes) <= 120 and vg.notes
     check_geometry(vg, layout.layout_view(vg))
+
+
+@pytest.mark.parametrize("odd, expected", [
+    (None, [("Block ×12", 12)]),
+    (7, [("Block ×7", 7), ("layers.7: Block", 1), ("Block ×4", 4)]),
+])
+def test_traced_stack_fold_counts(odd, expected):
+    g = _graph(Stack(12, odd), torch.zeros(2, 4))
+    vg = view.build_view(g, view.make_spec(g))
+    assert [(n.label, n.count) for n in vg.nodes if n.kind in ("folded", "module")] == expected
+
+
+def test_traced_nested_repeats():
+    g = _graph(Stages(), torch.zeros(2, 4))
+    vg = view.build_view(g, view.make_spec(g))
+    assert [(n.label, n.count) for n in vg.nodes if n.kind == "folded"] == [("Stack ×3", 3)]
+    spec = view.make_spec(g, expanded={"stages.1"})
+    inner = [(n.id, n.count) for n in view.build_view(g, spec).nodes if n.kind == "folded"]
+    assert inner == [("fold:mod:stages.1.layers.0", 4)]
