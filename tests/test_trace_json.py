@@ -1,0 +1,79 @@
+"""save/load_trace round-trip exactly, deterministically, and refuse foreign or corrupt files clearly."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import pytest
+import torch
+from support_models import REAL_MODELS, build_synthetic
+
+from torchvista_dash import TraceFormatError, load_trace, trace_model
+from torchvista_dash.graph import SCHEMA
+
+
+@pytest.mark.parametrize("name", ["struct_io", "bn_train", "direct_param"])
+def test_round_trip_synthetic(name: str, tmp_path) -> None:
+    model, args, kwargs = build_synthetic(name)
+    t = trace_model(model, args, kwargs=kwargs)
+    path = t.save(tmp_path / f"{name}.json")
+    t2 = load_trace(path)
+    assert t2.graph == t.graph
+    assert t2.graph.to_json() == path.read_text(encoding="utf-8")
+    assert json.loads(path.read_text())["schema"] == SCHEMA
+
+
+def test_gpt2_same_input_gives_byte_identical_json(tmp_path) -> None:
+    model, args, kwargs = REAL_MODELS["gpt2"]()
+    a = trace_model(model, args, kwargs=kwargs).save(tmp_path / "a.json").read_bytes()
+    model2, args2, kwargs2 = REAL_MODELS["gpt2"]()        # a fresh model object, same config and input
+    b = trace_model(model2, args2, kwargs=kwargs2).save(tmp_path / "b.json").read_bytes()
+    assert a == b
+    assert load_trace(tmp_path / "a.json").graph == load_trace(tmp_path / "b.json").graph
+    assert b"0x" not in a
+
+
+def test_different_input_shape_gives_different_json() -> None:
+    model, args, kwargs = REAL_MODELS["gpt2"]()
+    a = trace_model(model, args, kwargs=kwargs).to_json()
+    b = trace_model(model, (args[0][:, :5],), kwargs=kwargs).to_json()
+    assert a != b
+    assert json.loads(b)["nodes"][0]["outputs"][0]["shape"] == [1, 5]
+
+
+def test_foreign_and_corrupt_files_give_clear_errors(tmp_path) -> None:
+    t = trace_model(build_synthetic("mlp")[0], torch.randn(2, 8))
+    good = json.loads(t.to_json())
+
+    (tmp_path / "foreign.json").write_text(json.dumps({"nodes": []}))
+    with pytest.raises(TraceFormatError, match="no 'schema' field"):
+        load_trace(tmp_path / "foreign.json")
+
+    (tmp_path / "garbage.json").write_bytes(b"\x80\x04not json at all")
+    with pytest.raises(TraceFormatError, match="invalid JSON"):
+        load_trace(tmp_path / "garbage.json")
+
+    (tmp_path / "pickle.json").write_bytes(pickle.dumps({"schema": SCHEMA}))
+    with pytest.raises(TraceFormatError):
+        load_trace(tmp_path / "pickle.json")
+
+    future = dict(good, schema="torchvista_dash.graph/99")
+    (tmp_path / "future.json").write_text(json.dumps(future))
+    with pytest.raises(TraceFormatError, match="unsupported trace schema"):
+        load_trace(tmp_path / "future.json")
+
+    broken = json.loads(t.to_json())
+    broken["edges"][0]["dst"] = "n:999"
+    (tmp_path / "broken.json").write_text(json.dumps(broken))
+    with pytest.raises(TraceFormatError, match="unknown node"):
+        load_trace(tmp_path / "broken.json")
+
+    missing = json.loads(t.to_json())
+    del missing["nodes"][0]["kind"]
+    (tmp_path / "missing.json").write_text(json.dumps(missing))
+    with pytest.raises(TraceFormatError, match="corrupt"):
+        load_trace(tmp_path / "missing.json")
+
+    with pytest.raises(FileNotFoundError):
+        load_trace(tmp_path / "nope.json")
