@@ -6,6 +6,7 @@ expand, the app's precomputed next click) costs a dictionary lookup instead of a
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections import OrderedDict
 from typing import Any
@@ -46,11 +47,17 @@ def layout_view(vg: VisibleGraph, rankdir: str = "TB", *, timeout: float | None 
             _stats["hits"] += 1
             return hit
         _stats["misses"] += 1
-    dot, names = build_dot(vg, rankdir)
-    raw = run_dot(dot.to_string(), DOT_FORMAT, timeout=timeout)
-    with _lock:
-        _stats["dot_runs"] += 1
-    lay = parse_json(raw, vg, names, rankdir)
+    gc_was_enabled = gc.isenabled()
+    gc.disable()   # building/parsing allocates thousands of short-lived objects: no full collection mid-click
+    try:
+        dot, names = build_dot(vg, rankdir)
+        raw = run_dot(dot.to_string(), DOT_FORMAT, timeout=timeout)
+        with _lock:
+            _stats["dot_runs"] += 1
+        lay = parse_json(raw, vg, names, rankdir)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     with _lock:
         _cache[key] = lay
         _cache.move_to_end(key)

@@ -31,6 +31,9 @@ GRAPH_ATTRS: dict[str, str] = {
 }
 
 
+TWO_LINE_HEIGHT = FONT_SIZE * 1.4 + 2 * PAD_Y + SUB_FONT_SIZE * 1.3
+
+
 def text_width(text: str, font_size: float) -> float:
     """Estimated width in points of ``text`` set at ``font_size`` (``render`` uses the same estimate)."""
     return len(text) * font_size * CHAR_WIDTH
@@ -39,7 +42,7 @@ def text_width(text: str, font_size: float) -> float:
 def node_size(node: VisibleNode) -> tuple[float, float]:
     """Width and height in points of a node's box, from its label text."""
     w = max(text_width(node.label, FONT_SIZE), text_width(node.sublabel, SUB_FONT_SIZE)) + 2 * PAD_X
-    h = FONT_SIZE * 1.4 + 2 * PAD_Y + (SUB_FONT_SIZE * 1.3 if node.sublabel else 0.0)
+    h = TWO_LINE_HEIGHT if node.sublabel else FONT_SIZE * 1.4 + 2 * PAD_Y
     return max(w, MIN_WIDTH), h
 
 
@@ -70,7 +73,8 @@ def build_dot(vg: VisibleGraph, rankdir: str = "TB", *, ids: bool = False) -> tu
     ``id`` attributes, which only Graphviz's own SVG uses; the layout run leaves them out (less to write)."""
     check_rankdir(rankdir)
     g = pydot.Dot("view", graph_type="digraph", rankdir=rankdir, fontname=FONT_NAME, **GRAPH_ATTRS)
-    g.set_node_defaults(shape="box", fixedsize="true", fontname=FONT_NAME, fontsize=str(FONT_SIZE),
+    two_lines = f"{TWO_LINE_HEIGHT / 72:.4f}"   # most boxes carry a shape line: make theirs the default height
+    g.set_node_defaults(shape="box", fixedsize="true", fontname=FONT_NAME, fontsize=str(FONT_SIZE), height=two_lines,
                         style="rounded")
     g.set_edge_defaults(fontname=FONT_NAME, fontsize=str(EDGE_FONT_SIZE), arrowsize="0.6")
 
@@ -96,7 +100,9 @@ def build_dot(vg: VisibleGraph, rankdir: str = "TB", *, ids: bool = False) -> tu
         dot_name[n.id] = name
         w, h = node_size(n)
         label = n.label + ("\n" + n.sublabel if n.sublabel else "")
-        attrs = {"label": _quote(label), "width": f"{w / 72:.4f}", "height": f"{h / 72:.4f}"}
+        attrs = {"label": _quote(label), "width": f"{w / 72:.4f}"}
+        if f"{h / 72:.4f}" != two_lines:
+            attrs["height"] = f"{h / 72:.4f}"
         if ids:
             attrs["id"] = _quote(n.id)
         if n.kind == "folded":
