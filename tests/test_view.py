@@ -172,6 +172,9 @@ def test_unknown_names_get_suggestions():
         view.make_spec(g, depth=-1)
     with pytest.raises(ValueError, match="not a node"):
         view.toggle(g, view.make_spec(g), "mod:nope")
+    foreign = view.make_spec(nested_graph(), expanded={"stages.1"})
+    with pytest.raises(ValueError, match="another trace"):
+        view.build_view(g, foreign)
 
 
 def test_node_budget_collapses_deeper_calls_and_says_so():

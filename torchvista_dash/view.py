@@ -303,12 +303,23 @@ def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
     return VisibleGraph(nodes=tuple(vis.values()), edges=tuple(edges.values()), clusters=clusters, spec=spec)
 
 
+def _check_spec(graph: Graph, spec: ViewSpec) -> None:
+    unknown = sorted(c for c in spec.expanded if c not in graph.call_by_id)
+    unknown += sorted(f for f in spec.unfolded if f not in _index(graph).runs)
+    if unknown:
+        raise ValueError(f"this view names {len(unknown)} module call(s)/folded group(s) that "
+                         f"{graph.model_name or 'this graph'} does not have, e.g. {unknown[0]!r}: was the spec made "
+                         f"for another trace? "
+                         f"Build specs with make_spec(graph, ...)")
+
+
 def build_view(graph: Graph, spec: ViewSpec, node_budget: int | None = None) -> VisibleGraph:
     """The VisibleGraph of ``spec``. Over ``node_budget`` boxes (default 1500), the deepest open calls are
     collapsed until it fits, and ``notes`` says so; the returned ``spec`` is the one actually drawn."""
     budget = DEFAULT_NODE_BUDGET if node_budget is None else int(node_budget)
     if budget < 1:
         raise ValueError(f"node_budget must be at least 1, got {node_budget!r}")
+    _check_spec(graph, spec)
     vg = _build(graph, spec)
     if len(vg.nodes) <= budget:
         return vg
@@ -339,6 +350,7 @@ def toggle(graph: Graph, spec: ViewSpec, visible_id: str) -> ViewSpec:
     """What a click does: expand a collapsed call, collapse an open cluster (and everything inside it),
     unfold a folded group. Clicking a plain node (an op, an input) changes nothing."""
     idx = _index(graph)
+    _check_spec(graph, spec)
     if visible_id in idx.runs:
         return replace(spec, unfolded=spec.unfolded ^ {visible_id})
     if visible_id in graph.call_by_id:
