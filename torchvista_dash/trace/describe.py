@@ -96,8 +96,18 @@ def _plain(a: Any) -> str:
     return type(a).__name__
 
 
+_META_TEXT: dict[TensorMeta, str] = {}
+
+
 def format_meta(m: TensorMeta) -> str:
-    return f"Tensor[{'x'.join(str(s) for s in m.shape) or 'scalar'} {m.dtype}]"
+    """``Tensor[1x32 float32]`` (cached: TensorMetas are interned by the recorder, so few are distinct)."""
+    try:
+        return _META_TEXT[m]
+    except KeyError:
+        if len(_META_TEXT) > 50_000:
+            _META_TEXT.clear()
+        text = _META_TEXT[m] = f"Tensor[{'x'.join(str(s) for s in m.shape) or 'scalar'} {m.dtype}]"
+        return text
 
 
 def format_arg(value: Any, node_ids: list[str | None]) -> str:

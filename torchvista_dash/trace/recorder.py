@@ -29,6 +29,8 @@ from .describe import (
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _Tensor = torch.Tensor
+_SCALARS = (bool, int, float, type(None))
+_SEQS = (list, tuple)
 
 
 class NodeRec:
@@ -155,22 +157,27 @@ class Recorder:
 
     def record(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any,
                error: BaseException | None = None) -> None:
+        """One op node: its tensor inputs become edges, its tensor outputs are now produced by it."""
         name = func_name(func)
-        parent = self.stack[-1] if self.stack else None
+        stack = self.stack
+        parent = stack[-1] if stack else None
         rec = NodeRec("op", name, parent, self.source())
         pnames = self.param_names
+        rargs = rec.args
         inputs: list[int] = []       # ids of tensor inputs (to tell aliasing outputs from new ones)
         pending: list[tuple[int, int, TensorMeta, int]] = []
-        for pos, (key, a) in enumerate(_items(args, kwargs)):
+        pos = 0
+        for key, a in _items(args, kwargs):
             if isinstance(a, _Tensor):
                 src, o, meta = self.lookup(a, parent)
                 pending.append((src, o, meta, pos))
-                rec.args.append((key, meta))
+                rargs.append((key, meta))
                 inputs.append(id(a))
-                q = pnames.get(id(a))
-                if q is not None:
-                    rec.params.append(q)
-            elif type(a) in (list, tuple) and a and any(isinstance(x, _Tensor) for x in a):
+                if id(a) in pnames:
+                    rec.params.append(pnames[id(a)])
+            elif type(a) in _SCALARS:
+                rargs.append((key, repr(a)))
+            elif type(a) in _SEQS and a and any(isinstance(x, _Tensor) for x in a):
                 parts: list[Any] = []
                 for x in a:
                     if isinstance(x, _Tensor):
@@ -178,23 +185,24 @@ class Recorder:
                         pending.append((src, o, meta, pos))
                         parts.append(meta)
                         inputs.append(id(x))
-                        q = pnames.get(id(x))
-                        if q is not None:
-                            rec.params.append(q)
+                        if id(x) in pnames:
+                            rec.params.append(pnames[id(x)])
                     else:
                         parts.append(short_repr(x, self.sizes))
-                rec.args.append((key, parts))
+                rargs.append((key, parts))
             else:
-                rec.args.append((key, short_repr(a, self.sizes)))
+                rargs.append((key, short_repr(a, self.sizes)))
+            pos += 1
         idx = len(self.nodes)        # after its parameter/constant inputs: ids stay in topological order
         self.nodes.append(rec)
-        self.edges.extend((s, o, idx, m, p) for s, o, m, p in pending)
+        edges = self.edges
+        for src, o, meta, p in pending:
+            edges.append((src, o, idx, meta, p))
         if error is not None:
             rec.error = f"{type(error).__name__}: {error}"
             self.failed_ops.append((idx, error))
             return
-        in_place = name.endswith("_") and not name.startswith("__") or name.startswith("__i") \
-            or "out" in kwargs
+        in_place = (name[-1] == "_" and name[0] != "_") or name.startswith("__i") or "out" in kwargs
         if out is None and name in IN_PLACE_NONE_RETURN and args and isinstance(args[0], _Tensor):
             out, in_place = args[0], True
         if isinstance(out, _Tensor):
@@ -213,7 +221,7 @@ class Recorder:
             return
         self.producer[key] = (weakref.ref(t), idx, i, meta)
 
-    def note_size(self, func: Any, args: tuple[Any, ...], out: Any) -> None:
+    def note_size(self, args: tuple[Any, ...], out: Any) -> None:
         """Remember where a torch.Size came from so the op that uses it can say so in its details."""
         if type(out) is torch.Size and args and isinstance(args[0], _Tensor):
             e = self.producer.get(id(args[0]))
@@ -249,28 +257,23 @@ class RecordingMode(TorchFunctionMode):
             return func(*args, **kwargs)
         rec.busy = True
         try:
-            out = func(*args, **kwargs)
-        except Exception as exc:
-            rec.record(func, args, kwargs, None, error=exc)
-            raise
+            try:
+                out = func(*args, **kwargs)
+            except Exception as exc:
+                rec.record(func, args, kwargs, None, error=exc)
+                raise
+            if isinstance(out, _Tensor):
+                rec.record(func, args, kwargs, out)
+            elif out is None:
+                if args and isinstance(args[0], _Tensor) and func_name(func) in IN_PLACE_NONE_RETURN:
+                    rec.record(func, args, kwargs, out)
+            elif type(out) is torch.Size:
+                rec.note_size(args, out)
+            elif isinstance(out, _SEQS) and _flat_tensors(out):
+                rec.record(func, args, kwargs, out)
+            return out
         finally:
             rec.busy = False
-        if isinstance(out, _Tensor) or (out is None and args and isinstance(args[0], _Tensor)
-                                         and func_name(func) in IN_PLACE_NONE_RETURN):
-            rec.busy = True
-            try:
-                rec.record(func, args, kwargs, out)
-            finally:
-                rec.busy = False
-        elif type(out) is torch.Size:
-            rec.note_size(func, args, out)
-        elif isinstance(out, (tuple, list)) and _flat_tensors(out):
-            rec.busy = True
-            try:
-                rec.record(func, args, kwargs, out)
-            finally:
-                rec.busy = False
-        return out
 
 
 # ---- helpers --------------------------------------------------------------------------------------

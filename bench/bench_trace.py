@@ -1,0 +1,123 @@
+"""Trace benchmark: trace_model time as a ratio of the plain ``torch.no_grad()`` forward pass.
+
+Command (from the repository root):
+    .venv/bin/python bench/bench_trace.py [--repeat 21] [--peers]
+
+GPT-2 small (GPT2Config() defaults: 12 layers, 768 wide) and BERT base (BertConfig() defaults), random
+weights, batch 1, 32 tokens, CPU. In one run, each repetition times the plain forward pass and the trace
+back to back (alternating which goes first), so both see the same machine state; the table gives medians
+and the ratio of medians. ``--peers`` adds torchview's ``draw_graph`` (graph building only, no rendering)
+on the same model and input as a peer ratio.
+Writes bench/results/trace.md and prints it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from torchvista_dash import trace_model  # noqa: E402
+
+TOKENS = 32
+
+
+def build(name: str) -> tuple[torch.nn.Module, torch.Tensor, dict[str, Any]]:
+    """The model from its default config (random weights), 1x32 token ids, and the forward's kwargs."""
+    torch.manual_seed(0)
+    ids = torch.randint(0, 1000, (1, TOKENS), generator=torch.Generator().manual_seed(0))
+    if name == "GPT-2 small":
+        from transformers import GPT2Config, GPT2Model
+
+        return GPT2Model(GPT2Config()).eval(), ids, {"use_cache": False}
+    from transformers import BertConfig, BertModel
+
+    return BertModel(BertConfig()).eval(), ids, {"attention_mask": torch.ones(1, TOKENS, dtype=torch.long)}
+
+
+def measure(name: str, repeat: int, peers: bool) -> dict[str, Any]:
+    model, ids, kwargs = build(name)
+
+    def forward() -> None:
+        with torch.no_grad():
+            model(ids, **kwargs)
+
+    def trace() -> None:
+        trace_model(model, (ids,), kwargs=kwargs)
+
+    runs: dict[str, Any] = {"forward": forward, "trace": trace}
+    if peers:
+        from torchview import draw_graph
+
+        def torchview_graph() -> None:
+            draw_graph(model, input_data=(ids,), kwargs=kwargs, depth=3, save_graph=False)
+
+        runs["torchview"] = torchview_graph
+    for f in runs.values():                       # warm-up: imports, allocator, caches
+        f()
+        f()
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    order = list(runs)
+    for i in range(repeat):
+        for k in (order if i % 2 == 0 else order[::-1]):
+            t0 = time.perf_counter()
+            runs[k]()
+            times[k].append(time.perf_counter() - t0)
+    t = trace_model(model, (ids,), kwargs=kwargs)
+    med = {k: statistics.median(v) * 1000 for k, v in times.items()}
+    return {"model": name, "ops": t.graph.op_count, "calls": len(t.graph.module_calls), "med": med}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=21)
+    ap.add_argument("--peers", action="store_true", help="also time torchview's draw_graph")
+    opts = ap.parse_args()
+    warnings.filterwarnings("ignore")
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    rows = [measure(name, opts.repeat, opts.peers) for name in ("GPT-2 small", "BERT base")]
+
+    cmd = "`.venv/bin/python bench/bench_trace.py" + (f" --repeat {opts.repeat}" if opts.repeat != 21 else "") \
+        + (" --peers" if opts.peers else "") + "`"
+    lines = [
+        "# Trace benchmark",
+        "",
+        f"Command: {cmd} (from the repository root)",
+        "",
+        f"Machine: {platform.machine()}, {torch.get_num_threads()} torch threads, Python "
+        f"{platform.python_version()}, torch {torch.__version__}. Batch 1, {TOKENS} tokens, CPU, random "
+        f"weights; median of {opts.repeat} interleaved runs. Target: trace ≤ 1.25× forward.",
+        "",
+    ]
+    head = "| model | ops | module calls | forward (ms) | trace (ms) | trace / forward |"
+    sep = "|---|---:|---:|---:|---:|---:|"
+    if opts.peers:
+        head += " torchview draw_graph (ms) | torchview / forward |"
+        sep += "---:|---:|"
+    lines += [head, sep]
+    for r in rows:
+        m = r["med"]
+        line = (f"| {r['model']} | {r['ops']} | {r['calls']} | {m['forward']:.1f} | {m['trace']:.1f} | "
+                f"{m['trace'] / m['forward']:.2f}× |")
+        if opts.peers:
+            line += f" {m['torchview']:.1f} | {m['torchview'] / m['forward']:.2f}× |"
+        lines.append(line)
+    text = "\n".join(lines) + "\n"
+    out = ROOT / "bench" / "results" / "trace.md"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
