@@ -72,7 +72,9 @@ def build_dot(vg: VisibleGraph, rankdir: str = "TB", *, ids: bool = False) -> tu
     Edges are written in ``vg.edges`` order (dot numbers them so). ``ids`` adds the visible ids as Graphviz
     ``id`` attributes, which only Graphviz's own SVG uses; the layout run leaves them out (less to write)."""
     check_rankdir(rankdir)
-    g = pydot.Dot("view", graph_type="digraph", rankdir=rankdir, fontname=FONT_NAME, **GRAPH_ATTRS)
+    # cluster styling lives on the root graph, which every cluster inherits (less DOT to write and parse)
+    g = pydot.Dot("view", graph_type="digraph", rankdir=rankdir, fontname=FONT_NAME, fontsize=str(CLUSTER_FONT_SIZE),
+                  labeljust="l", style="rounded", color="gray50", **GRAPH_ATTRS)
     two_lines = f"{TWO_LINE_HEIGHT / 72:.4f}"   # most boxes carry a shape line: make theirs the default height
     g.set_node_defaults(shape="box", fixedsize="true", fontname=FONT_NAME, fontsize=str(FONT_SIZE), height=two_lines,
                         style="rounded")
@@ -81,9 +83,9 @@ def build_dot(vg: VisibleGraph, rankdir: str = "TB", *, ids: bool = False) -> tu
     subgraphs: dict[str | None, pydot.Dot | pydot.Cluster] = {None: g}
     cluster_names: dict[str, str] = {}
     for i, c in enumerate(vg.clusters):
-        sub = pydot.Cluster(f"c{i}", label=_quote(c.label), labeljust="l",
-                            fontsize=str(CLUSTER_FONT_SIZE), fontname=FONT_NAME, style="rounded",
-                            color="red" if c.failed else "gray50")
+        sub = pydot.Cluster(f"c{i}", label=_quote(c.label))
+        if c.failed:
+            sub.set("color", "red")
         if ids:
             sub.set("id", _quote(c.id))
         subgraphs[c.id] = sub
