@@ -164,3 +164,31 @@ def test_warning_points_at_caller() -> None:
         warnings.simplefilter("always")
         trace_model(FailingNet(), torch.randn(2, 8))
     assert len(w) == 1 and w[0].filename == __file__
+
+
+def test_other_threads_calling_the_model_do_not_leak_into_the_trace() -> None:
+    import threading
+
+    model = build_synthetic("reuse")[0].eval()
+    x = torch.randn(2, 8)
+    alone = trace_model(model, x).graph.to_json()
+    stop = threading.Event()
+    calls = [0]
+
+    def worker() -> None:
+        with torch.no_grad():
+            while not stop.is_set():
+                model(x)
+                calls[0] += 1
+
+    th = threading.Thread(target=worker)
+    th.start()
+    try:
+        while calls[0] < 3:
+            threading.Event().wait(0.001)
+        together = [trace_model(model, x).graph.to_json() for _ in range(5)]
+    finally:
+        stop.set()
+        th.join()
+    assert calls[0] > 3
+    assert all(j == alone for j in together)

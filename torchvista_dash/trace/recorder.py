@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import weakref
 from typing import Any
 
@@ -81,11 +82,14 @@ class Recorder:
         self.failed_exits: list[tuple[str, BaseException]] = []
         self._call_index: dict[str, int] = {}
         self.busy = False
+        # Module hooks are process-wide: only calls made by the tracing thread belong to this trace.
+        self.thread = threading.get_ident()
 
     # ---- module hooks ------------------------------------------------------------------
     def pre_hook(self, module: torch.nn.Module, args: Any) -> None:
         qualname = self.module_names.get(id(module))
-        if qualname is None:       # a module that is not part of the traced model: its ops belong to the caller
+        # a module outside the traced model (its ops belong to the caller), or another thread's call
+        if qualname is None or threading.get_ident() != self.thread:
             return
         k = self.call_counts.get(qualname, 0)
         self.call_counts[qualname] = k + 1
@@ -98,7 +102,7 @@ class Recorder:
         self.stack.append(cid)
 
     def post_hook(self, module: torch.nn.Module, args: Any, result: Any) -> None:
-        if id(module) not in self.module_names or not self.stack:
+        if id(module) not in self.module_names or not self.stack or threading.get_ident() != self.thread:
             return
         cid = self.stack.pop()
         exc = sys.exc_info()[1]
