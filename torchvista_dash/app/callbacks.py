@@ -53,7 +53,9 @@ def next_view(trigger: str, value: Any, data: dict[str, Any], relayout: dict[str
     spec = state.spec_from_store(data)
     rankdir, theme, highlight = data.get("rankdir", "TB"), data.get("theme", "light"), data.get("highlight")
     old_layout = state.layout_of(tid, spec, rankdir)
-    seen = relayout if relayout != data.get("relayout") else None   # a stale event is not a new zoom
+    sent = data.get("sent") or [data["ranges"]]
+    fresh = relayout != data.get("relayout") and not state.is_echo(relayout, sent)
+    seen = relayout if fresh else None     # a stale event, or plotly echoing our own ranges, is not a zoom
     ranges = state.ranges_from_relayout(seen, data["ranges"], state.full_ranges(old_layout))
     new_spec, fit = spec, False
     if trigger == "graph":
@@ -102,6 +104,28 @@ def next_view(trigger: str, value: Any, data: dict[str, Any], relayout: dict[str
     return new_spec, rankdir, theme, highlight, ranges
 
 
+def _apply(trigger: str | None, value: Any, data: dict[str, Any], relayout: dict[str, Any] | None) -> tuple:
+    """The four outputs of ``update_view`` for one action."""
+    result = next_view(trigger, value, data, relayout)
+    if result is None:
+        return no_update, no_update, no_update, no_update
+    spec, rankdir, theme, highlight, ranges = result
+    tid = data["trace"]
+    new_data = {**data, **state.spec_to_store(spec), "rankdir": rankdir, "theme": theme,
+                "highlight": highlight, "ranges": ranges, "relayout": relayout,
+                "sent": ([ranges] + list(data.get("sent") or [data["ranges"]]))[:4]}
+    if (spec, rankdir, theme, highlight) == (state.spec_from_store(data), data.get("rankdir"),
+                                             data.get("theme"), data.get("highlight")):
+        fig: Any = Patch()                  # only the ranges move: send two numbers, not the figure
+        fig["layout"]["xaxis"]["range"] = ranges[0]
+        fig["layout"]["yaxis"]["range"] = ranges[1]
+    else:
+        fig = state.figure_with_ranges(tid, spec, rankdir, theme, highlight, ranges)
+    notes = [html.Div(n) for n in state.visible(tid, spec).notes]
+    state.precompute_neighbours(tid, spec, rankdir, theme)
+    return fig, new_data, notes, _theme_style(theme)
+
+
 def _define() -> None:
     @dash.callback(
         Output(ids.graph(MATCH), "figure"),
@@ -126,26 +150,10 @@ def _define() -> None:
         value = {"graph": clicked_id(click), "depth": depth, "options": options, "direction": direction,
                  "theme": theme, "search": search}.get(trigger)
         try:
-            result = next_view(trigger, value, data, relayout)
+            return _apply(trigger, value, data, relayout)
         except Exception as exc:   # shown in the page, not lost in a server log
-            return no_update, no_update, html.Div(f"{type(exc).__name__}: {exc}", style={"color": "#d62728"}), \
-                no_update
-        if result is None:
-            return no_update, no_update, no_update, no_update
-        spec, rankdir, theme, highlight, ranges = result
-        tid = data["trace"]
-        new_data = {**data, **state.spec_to_store(spec), "rankdir": rankdir, "theme": theme,
-                    "highlight": highlight, "ranges": ranges, "relayout": relayout}
-        if (spec, rankdir, theme, highlight) == (state.spec_from_store(data), data.get("rankdir"),
-                                                 data.get("theme"), data.get("highlight")):
-            fig: Any = Patch()                  # only the ranges move: send two numbers, not the figure
-            fig["layout"]["xaxis"]["range"] = ranges[0]
-            fig["layout"]["yaxis"]["range"] = ranges[1]
-        else:
-            fig = state.figure_with_ranges(tid, spec, rankdir, theme, highlight, ranges)
-        notes = [html.Div(n) for n in state.visible(tid, spec).notes]
-        state.precompute_neighbours(tid, spec, rankdir, theme)
-        return fig, new_data, notes, _theme_style(theme)
+            return no_update, no_update, html.Div(f"{type(exc).__name__}: {exc}", className="tvd-app-error",
+                                                  style={"color": "#d62728"}), no_update
 
     @dash.callback(
         Output(ids.details(MATCH), "children"),

@@ -65,7 +65,7 @@ class ModelGraph(html.Div):
             highlight = view_mod.visible_id_of(graph, vg, highlight)
         figure = state.figure_with_ranges(tid, spec, rankdir, theme, highlight, ranges)
         store = {"trace": tid, **state.spec_to_store(spec), "rankdir": rankdir, "theme": theme,
-                 "ranges": ranges, "relayout": None, "highlight": highlight}
+                 "ranges": ranges, "relayout": None, "highlight": highlight, "sent": [ranges]}
         state.precompute_neighbours(tid, spec, rankdir, theme)
         max_depth = max((c.depth for c in graph.module_calls), default=0)
         depth_options = [{"label": f"depth {d}", "value": d} for d in range(0, max_depth + 1)]

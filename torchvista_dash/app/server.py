@@ -24,13 +24,30 @@ _apps = 0
 _app_lock = threading.Lock()
 
 
+def _query_options(query: dict[str, list[str]], options: dict[str, Any]) -> dict[str, Any]:
+    """``depth``, ``theme`` and ``rankdir`` from the page's query override the app's defaults."""
+    out = dict(options)
+    if "depth" in query:
+        d = query["depth"][0]
+        out["depth"] = None if d.lower() in ("none", "all", "-1") else int(d)
+    for key in ("theme", "rankdir"):
+        if key in query:
+            out[key] = query[key][0]
+    return out
+
+
 def _page_for(query: dict[str, list[str]], traces: Sequence[Trace], gallery: bool, options: dict[str, Any]) -> Any:
+    try:
+        options = _query_options(query, options)
+        return _page(query, traces, gallery, options)
+    except (ValueError, TypeError, registry.UnknownTrace) as exc:
+        return html.Div(f"cannot show this page: {exc}", style={"color": "#d62728", "padding": "8px"})
+
+
+def _page(query: dict[str, list[str]], traces: Sequence[Trace], gallery: bool, options: dict[str, Any]) -> Any:
     if "trace" in query:
         tid = query["trace"][0]
-        try:
-            return ModelGraph(registry.get(tid), id=f"trace-{tid}", **options)
-        except registry.UnknownTrace as exc:
-            return html.Div(str(exc), style={"color": "#d62728"})
+        return ModelGraph(registry.get(tid), id=f"trace-{tid}", **options)
     if gallery:
         from ..demos import DEMOS, demo_trace
 

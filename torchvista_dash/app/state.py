@@ -157,6 +157,29 @@ def ranges_from_relayout(relayout: dict[str, Any] | None, current: Ranges, full:
     return [xr, yr]
 
 
+def is_echo(relayout: dict[str, Any] | None, sent: list[Ranges]) -> bool:
+    """True when a relayout event only reports ranges the server itself sent, after plotly stretched one axis
+    to keep the aspect ratio (it does so around the centre): not a user zoom or pan."""
+    if not relayout:
+        return False
+    xr, yr = _axis_range(relayout, "xaxis"), _axis_range(relayout, "yaxis")
+    if xr is None or yr is None:
+        return False
+    for sx, sy in sent:
+        if (_close(yr, sy) and _close([_mid(xr)] * 2, [_mid(sx)] * 2)) or \
+                (_close(xr, sx) and _close([_mid(yr)] * 2, [_mid(sy)] * 2)):
+            return True
+    return False
+
+
+def _mid(r: list[float]) -> float:
+    return (r[0] + r[1]) / 2.0
+
+
+def _close(a: list[float], b: list[float], tol: float = 1e-3) -> bool:
+    return abs(a[0] - b[0]) <= tol * max(1.0, abs(b[0])) and abs(a[1] - b[1]) <= tol * max(1.0, abs(b[1]))
+
+
 def _axis_range(relayout: dict[str, Any], axis: str) -> list[float] | None:
     if f"{axis}.range[0]" in relayout and f"{axis}.range[1]" in relayout:
         return [float(relayout[f"{axis}.range[0]"]), float(relayout[f"{axis}.range[1]"])]

@@ -1,0 +1,126 @@
+"""Helpers for the app's browser tests: a real server in a thread, and real clicks computed from the figure.
+
+Points are located by reading plotly's own axis mapping of the drawn figure (``_fullLayout``) and
+then clicked with ``page.mouse.click``: a real browser click, no callback is called directly.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import requests
+
+from torchvista_dash.app.server import BackgroundServer
+
+TIMEOUT_MS = 20_000
+
+
+def graph_dom_id(aio_id: str, sub: str = "graph") -> str:
+    """Dash renders a dict id as its JSON with sorted keys."""
+    return json.dumps({"aio_id": aio_id, "component": "ModelGraph", "subcomponent": sub}, separators=(",", ":"),
+                      sort_keys=True)
+
+
+def css_id(aio_id: str, sub: str) -> str:
+    return "[id='" + graph_dom_id(aio_id, sub) + "']"
+
+
+def start(app: Any) -> BackgroundServer:
+    srv = BackgroundServer(app)
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        try:
+            if requests.get(srv.url, timeout=2).status_code == 200:
+                return srv
+        except requests.ConnectionError:
+            time.sleep(0.05)
+    raise RuntimeError(f"server at {srv.url} never answered")
+
+
+_GD = """(domId) => {
+  const host = document.getElementById(domId);
+  return host && (host.classList.contains('js-plotly-plot') ? host : host.querySelector('.js-plotly-plot'));
+}"""
+
+
+def wait_drawn(page: Any, aio_id: str) -> None:
+    page.wait_for_function(f"(d) => {{ const gd = ({_GD})(d); return gd && gd._fullData && gd._fullData.length > 0 "
+                           "&& gd.querySelector('.scatterlayer .trace'); }",
+                           arg=graph_dom_id(aio_id), timeout=TIMEOUT_MS)
+
+
+def ids_drawn(page: Any, aio_id: str, trace_name: str) -> list[str]:
+    """customdata ids of one named trace as the browser currently holds it."""
+    return page.evaluate(f"(a) => {{ const gd = ({_GD})(a[0]); const t = (gd.data || []).find(t => t.name === a[1]);"
+                         " return t ? Array.from(t.customdata || []) : []; }", [graph_dom_id(aio_id), trace_name])
+
+
+def screen_xy(page: Any, aio_id: str, vid: str, trace_names: tuple[str, ...] = ("nodes:labels",)) -> tuple[float, float]:
+    """Page coordinates of the point carrying ``vid`` in one of ``trace_names``."""
+    xy = page.evaluate(f"""(a) => {{
+      const gd = ({_GD})(a[0]);
+      for (const t of gd.data) {{
+        if (!a[2].includes(t.name) || !t.customdata) continue;
+        const i = Array.from(t.customdata).indexOf(a[1]);
+        if (i < 0) continue;
+        const fl = gd._fullLayout, r = gd.getBoundingClientRect();
+        return [r.left + fl._size.l + fl.xaxis.l2p(t.x[i]), r.top + fl._size.t + fl.yaxis.l2p(t.y[i])];
+      }}
+      return null;
+    }}""", [graph_dom_id(aio_id), vid, list(trace_names)])
+    if xy is None:
+        raise AssertionError(f"{vid} is not drawn in {trace_names}")
+    return float(xy[0]), float(xy[1])
+
+
+def click_id(page: Any, aio_id: str, vid: str, trace_names: tuple[str, ...] = ("nodes:labels",)) -> tuple[float, float]:
+    """Hover, wait for plotly to register the hovered point (its click handler reads it), then click."""
+    x, y = screen_xy(page, aio_id, vid, trace_names)
+    page.mouse.move(x - 3, y)
+    page.mouse.move(x, y)
+    page.wait_for_function(f"(a) => {{ const gd = ({_GD})(a[0]); const h = gd._hoverdata || [];"
+                           " return h.some(p => p.customdata === a[1]); }", arg=[graph_dom_id(aio_id), vid],
+                           timeout=TIMEOUT_MS)
+    page.mouse.click(x, y)
+    return x, y
+
+
+def wait_ids(page: Any, aio_id: str, trace_name: str, present: tuple[str, ...] = (), absent: tuple[str, ...] = ()
+             ) -> None:
+    """Wait until the browser's figure shows ``present`` and not ``absent`` in one named trace."""
+    try:
+        _wait_ids(page, aio_id, trace_name, present, absent)
+    except Exception as exc:   # say what the page said (an error in the notes line) rather than just "timeout"
+        notes = page.inner_text(css_id(aio_id, "notes"))
+        raise AssertionError(f"{trace_name} never showed {present} without {absent}; "
+                             f"now {ids_drawn(page, aio_id, trace_name)}; page notes: {notes!r}") from exc
+
+
+def _wait_ids(page: Any, aio_id: str, trace_name: str, present: tuple[str, ...], absent: tuple[str, ...]) -> None:
+    page.wait_for_function(f"""(a) => {{
+      const gd = ({_GD})(a[0]); if (!gd || !gd.data) return false;
+      const t = gd.data.find(t => t.name === a[1]); const ids = t ? Array.from(t.customdata || []) : [];
+      return a[2].every(i => ids.includes(i)) && a[3].every(i => !ids.includes(i));
+    }}""", arg=[graph_dom_id(aio_id), trace_name, list(present), list(absent)], timeout=TIMEOUT_MS)
+
+
+def displayed_ranges(page: Any, aio_id: str) -> list[list[float]]:
+    return page.evaluate(f"(d) => {{ const fl = ({_GD})(d)._fullLayout; return [fl.xaxis.range, fl.yaxis.range]; }}",
+                         graph_dom_id(aio_id))
+
+
+def wait_settled(page: Any, aio_id: str, quiet_s: float = 0.15, timeout_s: float = 10.0) -> None:
+    """Wait until the plot's axis ranges stop changing (a figure update fully applied)."""
+    last = displayed_ranges(page, aio_id)
+    stable_since = time.time()
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        time.sleep(0.03)
+        cur = displayed_ranges(page, aio_id)
+        if cur != last:
+            last, stable_since = cur, time.time()
+        elif time.time() - stable_since >= quiet_s:
+            return
+    raise AssertionError("the plot never settled")

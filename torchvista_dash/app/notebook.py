@@ -1,0 +1,122 @@
+"""``show()``: the interactive graph in a notebook (Jupyter, JupyterLab, VS Code, Colab).
+
+One process-wide Dash app, served from a background thread, hosts every graph ever shown; each
+``show()`` registers its trace and displays an iframe of ``<server>/?trace=<id>``, so earlier outputs
+stay alive and re-running a cell just shows the graph again. The address comes from Dash's own
+Jupyter support (``dash.jupyter_dash``): behind JupyterLab/Hub's proxy it is the proxied path, and in
+Colab the kernel port is served through Colab's proxy.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import threading
+import webbrowser
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
+
+from . import registry
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..traced import Trace
+    from .server import BackgroundServer
+
+MODES = ("inline", "external", "tab")
+
+_lock = threading.Lock()
+_server: BackgroundServer | None = None
+_base_url: str = ""
+
+
+def _free_port(host: str) -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def _jupyter_config() -> dict[str, Any]:
+    """Ask Dash's Jupyter extension for the proxy settings (empty outside Jupyter or without the extension)."""
+    try:
+        from dash import _jupyter, jupyter_dash
+    except ImportError:  # pragma: no cover - very old dash
+        return {}
+    if jupyter_dash.in_ipython and not jupyter_dash.in_colab and not _jupyter._jupyter_config:
+        try:
+            jupyter_dash.infer_jupyter_proxy_config()
+        except Exception:   # no front-end extension answered: plain http://host:port works
+            pass
+    return dict(_jupyter._jupyter_config)
+
+
+def server(host: str = "127.0.0.1", port: int | None = None) -> tuple[BackgroundServer, str]:
+    """The process-wide server (started on first use) and the base URL a browser reaches it at."""
+    global _server, _base_url
+    with _lock:
+        if _server is not None:
+            return _server, _base_url
+        import os
+
+        from .server import BackgroundServer, make_app
+
+        port = _free_port(host) if port is None else port
+        cfg = _jupyter_config()
+        prefix = None
+        if "base_subpath" in cfg:   # JupyterLab / Hub: go through jupyter-server-proxy
+            prefix = cfg["base_subpath"].rstrip("/") + f"/proxy/{port}/"
+        app = make_app(requests_pathname_prefix=prefix, title="torchvista_dash")
+        _server = BackgroundServer(app, host, port)
+        if "server_url" in cfg:
+            root = cfg["server_url"].rstrip("/")
+        elif os.environ.get("DASH_DOMAIN_BASE"):
+            root = "https://" + os.environ["DASH_DOMAIN_BASE"]
+        else:
+            root = f"http://{host}:{_server.port}"
+        _base_url = root + (prefix or "/")
+        return _server, _base_url
+
+
+def url_for(trace: Trace, *, host: str = "127.0.0.1", port: int | None = None, **options: Any) -> str:
+    """The address of ``trace``'s page on the notebook server (``options``: depth, theme, rankdir)."""
+    _, base = server(host, port)
+    query = {"trace": registry.register(trace)}
+    query.update({k: str(v) for k, v in options.items() if v is not None})
+    return f"{base}?{urlencode(query)}"
+
+
+def show(trace: Trace, mode: str = "inline", *, width: str | int = "100%", height: int = 720,
+         host: str = "127.0.0.1", port: int | None = None, **options: Any) -> None:
+    """Draw ``trace`` interactively: ``inline`` (an iframe in the output), ``external`` (print the URL) or
+    ``tab`` (open a browser tab). On a failed trace the partial graph is shown, then the model's exception
+    is re-raised."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    bad = set(options) - {"depth", "theme", "rankdir"}
+    if bad:
+        raise TypeError(f"show() got unexpected options {sorted(bad)}; it takes depth, theme and rankdir")
+    url = url_for(trace, host=host, port=port, **options)
+    if "google.colab" in sys.modules:
+        _show_colab(url, mode, width, height)
+    elif mode == "inline":
+        from IPython.display import IFrame, display
+
+        display(IFrame(url, width=width, height=height))
+    else:
+        print(f"torchvista_dash: {url}")
+        if mode == "tab":
+            webbrowser.open(url)
+    if trace.failed:
+        trace.raise_if_failed()
+
+
+def _show_colab(url: str, mode: str, width: str | int, height: int) -> None:  # pragma: no cover - needs Colab
+    from urllib.parse import urlsplit
+
+    from google.colab import output  # type: ignore[import-not-found]
+
+    parts = urlsplit(url)
+    path = f"{parts.path}?{parts.query}"
+    if mode == "inline":
+        output.serve_kernel_port_as_iframe(parts.port, path=path, width=width, height=height)
+    else:
+        output.serve_kernel_port_as_window(parts.port, path=path)
