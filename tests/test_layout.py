@@ -3,6 +3,8 @@ the cache, and the errors for a missing, failing or overrunning dot."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from support_graphs import failed_graph, nested_graph, stack_graph, twice_graph
 
@@ -150,6 +152,14 @@ def test_labels_that_need_escaping(dot_binary):
     check_geometry(vg, lay)
     svg = layout.render_with_dot(vg, "svg")
     assert b'id="n:1"' in svg and b"say &quot;hi&quot;" in svg
+
+
+def test_only_failed_clusters_are_drawn_red(dot_binary):
+    g = failed_graph()
+    vg = view.build_view(g, view.make_spec(g, depth=None))
+    svg = layout.render_with_dot(vg, "svg").decode()
+    red = set(re.findall(r'<g id="(mod:[^"]*)" class="cluster">\s*<title>[^<]*</title>\s*<path[^>]*stroke="red"', svg))
+    assert red == {"mod:(root)", "mod:layers.1"} == {c.id for c in vg.clusters if c.failed}
 
 
 def test_render_with_dot_formats(dot_binary):

@@ -82,10 +82,11 @@ def build_dot(vg: VisibleGraph, rankdir: str = "TB", *, ids: bool = False) -> tu
 
     subgraphs: dict[str | None, pydot.Dot | pydot.Cluster] = {None: g}
     cluster_names: dict[str, str] = {}
+    failed_parent = {c.id: c.failed for c in vg.clusters}
     for i, c in enumerate(vg.clusters):
         sub = pydot.Cluster(f"c{i}", label=_quote(c.label))
-        if c.failed:
-            sub.set("color", "red")
+        if c.failed or failed_parent.get(c.parent, False):   # nested clusters inherit their parent's color
+            sub.set("color", "red" if c.failed else "gray50")
         if ids:
             sub.set("id", _quote(c.id))
         subgraphs[c.id] = sub
