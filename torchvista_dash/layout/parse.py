@@ -83,7 +83,8 @@ def parse_json(raw: bytes | str, vg: VisibleGraph, names: DotNames, rankdir: str
         elif name in names.nodes:
             x, y = _point(obj["pos"])
             hw, hh = float(obj["width"]) * 36.0, float(obj["height"]) * 36.0
-            nodes[names.nodes[name]] = (x - hw, y - hh, x + hw, y + hh)
+            # dot gives sizes in inches to 4 decimals: round the box to 1/100 pt so it is not off by 0.0002
+            nodes[names.nodes[name]] = (round(x - hw, 2), round(y - hh, 2), round(x + hw, 2), round(y + hh, 2))
     missing = [v.id for v in vg.nodes if v.id not in nodes]
     if missing:
         raise GraphvizError(f"Graphviz output has no position for {len(missing)} node(s), e.g. {missing[0]}")
