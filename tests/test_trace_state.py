@@ -92,6 +92,7 @@ def test_no_references_to_user_tensors_kept() -> None:
     assert t.graph.nodes[0].kind == "input"
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_compiled_model_traced_through_original_module() -> None:
     model = MLP()
     compiled = torch.compile(model)
