@@ -1,0 +1,190 @@
+"""The CLI: `serve` on each TARGET form answers HTTP 200 with the graph; bad targets fail clearly; `export`."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from torchvista_dash import load_trace
+from torchvista_dash.cli import main
+from torchvista_dash.demos import demo_trace
+
+MODELS = textwrap.dedent('''
+    import torch
+    from torch import nn
+
+    class Scaler(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(4, 3)
+
+        def forward(self, x, scale=1.0):
+            return self.proj(x) * scale
+
+    def example():
+        return Scaler(), (torch.randn(2, 4),)
+
+    def with_kwargs():
+        return Scaler(), (torch.randn(2, 4),), {"scale": 2.0}
+
+    def wrong_shape():
+        return Scaler()
+
+    def not_a_model():
+        return "model", (torch.randn(2, 4),)
+
+    def bad_kwargs():
+        return Scaler(), (torch.randn(2, 4),), [1]
+
+    def raises():
+        raise ValueError("no weights here")
+
+    NOT_CALLABLE = 3
+''')
+
+
+@pytest.fixture()
+def models_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "tvd_cli_models.py").write_text(MODELS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    sys.modules.pop("tvd_cli_models", None)
+    return tmp_path
+
+
+def run_main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# ---- bad targets: one clear line, non-zero exit ------------------------------------------
+@pytest.mark.parametrize("target, message", [
+    ("missing/trace.json", "no such trace file: missing/trace.json"),
+    ("nothing_like_this", "don't know what 'nothing_like_this' is"),
+    ("no_such_module_xyz:fn", "cannot import module 'no_such_module_xyz'"),
+    ("tvd_cli_models:nope", "module 'tvd_cli_models' has no attribute 'nope'"),
+    ("tvd_cli_models:NOT_CALLABLE", "is a int, not a function"),
+    ("tvd_cli_models:wrong_shape", "must return (model, inputs) or (model, args, kwargs); it returned a Scaler"),
+    ("tvd_cli_models:not_a_model", "with an nn.Module first; the first item is a str"),
+    ("tvd_cli_models:bad_kwargs", "the third (kwargs) must be a dict, not a list"),
+    ("tvd_cli_models:raises", "raised ValueError: no weights here"),
+    ("tvd_cli_models:", "write it as package.module:function"),
+])
+def test_bad_targets_fail_with_a_clear_error(target: str, message: str, models_dir: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_main(["export", target, "-o", str(models_dir / "x.json")], capsys)
+    assert code == 2
+    assert err.startswith("error: ") and message in err, err
+    assert len(err.strip().splitlines()) == 1
+    assert not (models_dir / "x.json").exists()
+
+
+def test_a_file_that_is_not_a_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "notes.json"
+    bad.write_text(json.dumps({"hello": 1}))
+    code, _, err = run_main(["export", str(bad), "-o", str(tmp_path / "x.html")], capsys)
+    assert code == 2 and "no 'schema' field" in err
+
+
+def test_port_in_use_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        code, _, err = run_main(["serve", "mlp", "--port", str(port)], capsys)
+    assert code == 2 and f"port {port} is already in use on 127.0.0.1" in err and "--port" in err
+
+
+def test_export_formats_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_main(["export", "mlp", "-o", str(tmp_path / "m.json")], capsys)[0] == 0
+    assert load_trace(tmp_path / "m.json").graph.to_json() == demo_trace("mlp").graph.to_json()
+    assert run_main(["export", str(tmp_path / "m.json"), "-o", str(tmp_path / "m.svg"), "--depth", "-1"], capsys)[0] == 0
+    svg = (tmp_path / "m.svg").read_text()
+    assert "<svg" in svg and "linear" in svg           # depth -1: every op drawn
+    assert run_main(["export", "mlp", "-o", str(tmp_path / "m.html")], capsys)[0] == 0
+    assert "Plotly.newPlot" in (tmp_path / "m.html").read_text()
+    code, _, err = run_main(["export", "mlp", "-o", str(tmp_path / "m.gif")], capsys)
+    assert code == 2 and "can't tell the format" in err
+    code, _, err = run_main(["export", "mlp", "-o", str(tmp_path / "nodir" / "m.svg")], capsys)
+    assert code == 2 and "does not exist" in err
+
+
+def test_export_of_a_failing_model_warns_and_writes_the_partial_graph(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_main(["export", "broken", "-o", str(tmp_path / "b.json")], capsys)
+    assert code == 0 and "forward pass failed (RuntimeError" in err
+    with pytest.warns(UserWarning, match="forward pass failed"):
+        assert load_trace(tmp_path / "b.json").graph.error is not None
+
+
+# ---- serve: real processes, real HTTP ------------------------------------------------------
+def _spawn(args: list[str], cwd: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen([sys.executable, "-m", "torchvista_dash", "serve", *args, "--port", "0"], cwd=cwd,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _url_of(proc: subprocess.Popen[str], timeout: float = 60) -> str:
+    deadline = time.time() + timeout
+    assert proc.stdout is not None
+    while time.time() < deadline:
+        line = proc.stdout.readline()
+        if "serving on " in line:
+            return line.split("serving on ")[1].split()[0]
+        if proc.poll() is not None:
+            raise AssertionError(f"serve exited {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}")
+    raise AssertionError("serve never printed its URL")
+
+
+@pytest.fixture()
+def servers(tmp_path: Path) -> Iterator[dict[str, subprocess.Popen[str]]]:
+    (tmp_path / "tvd_cli_models.py").write_text(MODELS)
+    demo_trace("mlp").save(tmp_path / "saved.json")
+    procs = {
+        "gallery": _spawn([], tmp_path),
+        "file": _spawn(["saved.json"], tmp_path),
+        "function": _spawn(["tvd_cli_models:with_kwargs"], tmp_path),
+        "demo": _spawn(["unet"], tmp_path),
+    }
+    try:
+        yield procs
+    finally:
+        for p in procs.values():
+            p.terminate()
+        for p in procs.values():
+            p.wait(timeout=10)
+
+
+def test_serve_answers_with_the_graph_for_every_target_form(servers: dict[str, subprocess.Popen[str]]) -> None:
+    expect = {"gallery": "MLP", "file": "MLP", "function": "Scaler", "demo": "U-Net"}
+    urls = {name: _url_of(proc) for name, proc in servers.items()}
+    for name, url in urls.items():
+        assert url.startswith("http://127.0.0.1:")                  # --host defaults to 127.0.0.1
+        page = requests.get(url, timeout=30)
+        assert page.status_code == 200 and "_dash-renderer" in page.text
+        layout = requests.get(url + "_dash-layout", headers={"Referer": url}, timeout=60)
+        assert layout.status_code == 200
+        text = layout.text
+        assert '"subcomponent":"graph"' in text and '"nodes:labels"' in text, name   # a drawn figure
+        assert expect[name] in text, name
+    deps = requests.get(urls["gallery"] + "_dash-dependencies", timeout=30).json()
+    assert any("ModelGraph" in d["output"] for d in deps)          # the component's callbacks are there
+
+
+def test_bad_target_exits_non_zero_in_a_real_process(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "torchvista_dash", "serve", "nowhere/t.json"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.strip() == (
+        "error: no such trace file: nowhere/t.json (save one with trace.save('t.json') or "
+        "`python -m torchvista_dash export TARGET -o t.json`)")
