@@ -17,6 +17,7 @@ Models are built from configs with random weights (no downloads). Writes bench/r
 from __future__ import annotations
 
 import argparse
+import gc
 import platform
 import re
 import statistics
@@ -85,7 +86,9 @@ def bench(repeat: int) -> str:
                     else:
                         bare.append(_bare_dot(src.encode()))
                 slow.append(_bare_dot(plain))
-                # our own work alone, timed in-process: DOT built with pydot and written, JSON parsed
+                # our own work alone, timed in-process (GC paused, as layout_view does): DOT built with pydot and
+                # written, JSON parsed
+                gc.disable()
                 t0 = time.perf_counter()
                 dot, names = build_dot(vg)
                 text = dot.to_string()
@@ -94,6 +97,7 @@ def bench(repeat: int) -> str:
                 t2 = time.perf_counter()
                 parse_json(raw, vg, names, "TB")
                 own.append((t1 - t0) + (time.perf_counter() - t2))
+                gc.enable()
                 t0 = time.perf_counter()
                 layout.layout_view(vg)
                 hit.append(time.perf_counter() - t0)

@@ -75,7 +75,7 @@ def build_dot(vg: VisibleGraph, rankdir: str = "TB", *, ids: bool = False) -> tu
     # cluster styling lives on the root graph, which every cluster inherits (less DOT to write and parse)
     g = pydot.Dot("view", graph_type="digraph", rankdir=rankdir, fontname=FONT_NAME, fontsize=str(CLUSTER_FONT_SIZE),
                   labeljust="l", style="rounded", color="gray50", **GRAPH_ATTRS)
-    two_lines = f"{TWO_LINE_HEIGHT / 72:.4f}"   # most boxes carry a shape line: make theirs the default height
+    two_lines = round(TWO_LINE_HEIGHT / 72, 4)   # most boxes carry a shape line: make theirs the default height
     g.set_node_defaults(shape="box", fixedsize="true", fontname=FONT_NAME, fontsize=str(FONT_SIZE), height=two_lines,
                         style="rounded")
     g.set_edge_defaults(fontname=FONT_NAME, fontsize=str(EDGE_FONT_SIZE), arrowsize="0.6")
@@ -103,9 +103,10 @@ def build_dot(vg: VisibleGraph, rankdir: str = "TB", *, ids: bool = False) -> tu
         dot_name[n.id] = name
         w, h = node_size(n)
         label = n.label + ("\n" + n.sublabel if n.sublabel else "")
-        attrs = {"label": _quote(label), "width": f"{w / 72:.4f}"}
-        if f"{h / 72:.4f}" != two_lines:
-            attrs["height"] = f"{h / 72:.4f}"
+        # sizes in inches as floats: pydot writes numbers as they are (no quoting scan)
+        attrs: dict[str, object] = {"label": _quote(label), "width": round(w / 72, 4)}
+        if round(h / 72, 4) != two_lines:
+            attrs["height"] = round(h / 72, 4)
         if ids:
             attrs["id"] = _quote(n.id)
         if n.kind == "folded":
