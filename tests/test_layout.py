@@ -3,7 +3,9 @@ the cache, and the errors for a missing, failing or overrunning dot."""
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 import pytest
 from support_graphs import failed_graph, nested_graph, stack_graph, twice_graph
@@ -196,3 +198,19 @@ def test_overrunning_dot_is_killed(dot_binary):
     body = "".join(f"v{i} -> v{(i * 7919 + k) % 1500};" for i in range(1500) for k in (1, 2, 3))
     with pytest.raises(layout.GraphvizError, match="time budget"):
         layout.run_dot("digraph {" + body + "}", "json", timeout=0.05)
+    assert _dot_children() == []   # killed and reaped, not left running
+
+
+def _dot_children() -> list[int]:
+    """Pids of `dot` processes whose parent is this test process (from /proc)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        comm = text[text.index("(") + 1:text.rindex(")")]
+        ppid = int(text[text.rindex(")") + 2:].split()[1])
+        if comm == "dot" and ppid == os.getpid():
+            out.append(int(stat.parent.name))
+    return out
