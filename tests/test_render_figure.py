@@ -8,7 +8,7 @@ import pytest
 from support_render import grid_case
 
 from torchvista_dash.render import UIREVISION, make_figure
-from torchvista_dash.render.figure import LABEL_PX_RANGE, ids_in, label_px
+from torchvista_dash.render.figure import DETAIL_LIMIT, LABEL_PX_RANGE, ids_in, label_px
 
 
 def by_name(fig, name):
@@ -101,8 +101,22 @@ def test_every_point_with_customdata_is_a_visible_id(case30):
 def test_trace_count_is_bounded_not_per_node():
     small = make_figure(*grid_case(30))
     big = make_figure(*grid_case(2000))
-    assert len(big.data) == len(small.data) <= 25
+    assert len(big.data) <= len(small.data) <= 25
     assert len(by_name(big, "nodes:labels").x) == 2000
+    assert n_parts(by_name(big, "nodes:op")) == sum(1 for n in grid_case(2000)[1].nodes if n.kind == "op")
+
+
+def test_large_views_draw_one_line_labels_and_no_edge_labels():
+    g, vg, lay = grid_case(DETAIL_LIMIT + 50)
+    fig = make_figure(g, vg, lay)
+    assert "edges:labels" not in [t.name for t in fig.data]
+    assert not any("<br>" in t for t in by_name(fig, "nodes:labels").text)
+    assert "shapes are in the hover" in fig.layout.annotations[0].text
+    assert all("outputs: 1×8×64" in h for h in by_name(fig, "nodes:labels").hovertext[5:50])
+    forced = make_figure(g, vg, lay, details=True)
+    assert len(by_name(forced, "edges:labels").text) == len(lay.edges)
+    small = make_figure(*grid_case(30), details=False)
+    assert "edges:labels" not in [t.name for t in small.data]
 
 
 def test_equal_aspect_hidden_axes_uirevision_and_fit(case30):

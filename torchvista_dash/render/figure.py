@@ -13,6 +13,10 @@ Labels: plotly text is sized in pixels, not data units. The label size is chosen
 fit their boxes when the whole graph is fitted into a nominal 1100×700 px plot area, clamped to
 7–13 px. Small views read at full size; on a huge view the labels overlap at the initial fit and
 become readable as soon as one zooms in (the boxes grow, the text keeps its size).
+
+Text is what makes zooming slow (plotly re-lays every text element on each relayout: a second line
+per label nearly doubles the cost). Views over ``DETAIL_LIMIT`` boxes therefore draw one-line labels
+and no edge labels; the shapes stay in every box's hover (``details=True`` forces them back).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ CLUSTER_RADIUS = 8.0
 MAX_CLUSTER_DEPTH_TRACES = 6    # deeper clusters share the last fill trace
 PAD = 12.0                      # points around the graph in the initial view
 FAILED_WINDOW = (900.0, 600.0)  # points shown around the failing op in a failed trace's initial view
+DETAIL_LIMIT = 600              # above this many boxes: no sublabel line, no edge labels (they stay in hover)
 SCROLL_CONFIG = {"scrollZoom": True, "displaylogo": False, "doubleClick": "reset"}
 
 
@@ -106,13 +111,13 @@ def _path_trace(name: str, xs: list, ys: list, *, fill: str | None, line: str, w
     return t
 
 
-def _node_label(vn: Any, sub_px: float) -> str:
+def _node_label(vn: Any, sub_px: float, details: bool) -> str:
     label = esc(vn.label)
     if vn.kind == "folded" and vn.count > 1 and f"×{vn.count}" not in vn.label:
         label += f" ×{vn.count}"
     if vn.kind in ("module", "folded"):
         label = f"{OPEN_MARK} {label}"
-    if vn.sublabel:
+    if vn.sublabel and details:
         label += f"<br><span style=\"font-size:{sub_px}px\">{esc(vn.sublabel)}</span>"
     return label
 
@@ -132,12 +137,14 @@ def _initial_ranges(graph: Graph, vg: VisibleGraph, layout: Layout, bounds: Box)
 
 
 def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "light", *,
-                highlight: str | None = None, webgl: bool = False,
+                highlight: str | None = None, webgl: bool = False, details: bool | None = None,
                 uirevision: Any = UIREVISION) -> go.Figure:
     """Draw one laid-out view as a plotly Figure; every clickable point carries its visible id in customdata.
 
-    ``highlight`` outlines one visible node or expanded cluster (a search hit). ``webgl`` draws boxes,
-    edges and arrowheads with ``scattergl`` (text stays SVG); measured in bench/bench_render.py.
+    ``highlight`` outlines one visible node or expanded cluster (a search hit). ``details``: draw sublabels
+    and edge labels (default: only for views up to ``DETAIL_LIMIT`` boxes, see the module docstring).
+    ``webgl`` draws boxes, edges and arrowheads with ``scattergl`` (text stays SVG); measured in
+    bench/bench_render.py, slower in headless Chromium without a GPU, so off by default.
     """
     th: Theme = get_theme(theme)
     _check(vg, layout, highlight)
@@ -145,6 +152,12 @@ def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "li
     bounds = _bounds(layout)
     font_px = label_px(bounds)
     small_px = round(max(6.0, font_px * 0.82), 1)
+    if details is None:
+        details = len(vg.nodes) <= DETAIL_LIMIT
+    notes = list(vg.notes)
+    if not details:
+        notes.append(f"{len(vg.nodes):,} boxes: shapes are in the hover (edge labels are drawn up to "
+                     f"{DETAIL_LIMIT} boxes)")
     header_px = round(font_px * 10 / 11, 1)   # the layout reserves cluster headers for a 10 pt font
     traces: list[dict[str, Any]] = []
 
@@ -181,7 +194,7 @@ def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "li
         head = shapes.arrowhead(e.points)
         if head:
             shapes.append_path(axs, ays, head, close=True)
-        if e.label and e.label_pos is not None:
+        if details and e.label and e.label_pos is not None:
             lx.append(round(e.label_pos[0], 1))
             ly.append(round(e.label_pos[1], 1))
             lt.append(esc(e.label))
@@ -230,7 +243,7 @@ def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "li
         x0, y0, x1, y1 = layout.nodes[vn.id]
         nx.append(round((x0 + x1) / 2, 1))
         ny.append(round((y0 + y1) / 2, 1))
-        ntext.append(_node_label(vn, small_px))
+        ntext.append(_node_label(vn, small_px, details))
         ncolor.append(kind_style(th, vn.kind, vn.failed).text)
         nhover.append(hov.node_text(vn))
         nids.append(vn.id)
@@ -291,11 +304,11 @@ def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "li
         "yaxis": {"range": yr, "visible": False, "showgrid": False, "zeroline": False,
                   "scaleanchor": "x", "scaleratio": 1},
         "meta": {"torchvista_dash": {"bounds": [round(v, 1) for v in bounds], "label_px": font_px,
-                                     "notes": list(vg.notes)}},
+                                     "details": details, "notes": notes}},
     }
-    if vg.notes:
+    if notes:
         fig_layout["annotations"] = [{
-            "text": esc(" · ".join(vg.notes)), "xref": "paper", "yref": "paper", "x": 0, "y": 1,
+            "text": esc(" · ".join(notes)), "xref": "paper", "yref": "paper", "x": 0, "y": 1,
             "xanchor": "left", "yanchor": "top", "showarrow": False, "font": {"size": 11, "color": th.muted},
         }]
     return go.Figure(data=traces, layout=fig_layout)

@@ -1,0 +1,228 @@
+"""Render benchmark: figure build time and JSON size per node; first draw and zoom in headless Chromium.
+
+Command (from the repository root):
+    .venv/bin/python bench/bench_render.py [--repeat 5] [--sizes 500,2000,5000]
+
+All in one run, same machine, same browser (Debian chromium driven by Playwright, the test suite's flags):
+  1. Python side, views of 500 / 2,000 / 5,000 boxes (hand-built grid layouts from tests/support_render.py,
+     so the numbers are the renderer's alone): ``make_figure`` time (median of --repeat), ``fig.to_json()``
+     bytes per node, and the same for the naive figure DESIGN.md warns about (one layout shape + one
+     annotation per node) as the peer ratio.
+  2. Browser side, each as a standalone HTML (plotly.js embedded): time from navigation to the first drawn
+     figure, and the median time of a zoom relayout (``Plotly.relayout`` of both axis ranges, until the next
+     animation frame), for our SVG Scatter figure, the same figure with ``webgl=True`` (boxes/edges as
+     scattergl) and the naive shapes+annotations figure.
+  3. Real model: GPT-2 (2 layers, 64 wide, random weights): our HTML export (depth=1 and every op) against
+     torchvista's own HTML export of the same model and input, opened in the same browser; plus the
+     build time of the every-op figure as a ratio of its Graphviz layout time.
+Writes bench/results/render.md and prints it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
+
+import plotly  # noqa: E402
+import plotly.graph_objects as go  # noqa: E402
+from conftest import CHROMIUM_ARGS  # noqa: E402
+from support_render import grid_case  # noqa: E402
+
+from torchvista_dash.render import SCROLL_CONFIG, make_figure  # noqa: E402
+from torchvista_dash.render.export import HTML_DIV_ID as DIV  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results" / "render.md"
+COMMAND = ".venv/bin/python bench/bench_render.py"
+
+FIRST_DRAW_OURS = """() => { const gd = document.getElementById('%s');
+  return !!(gd && gd._fullLayout && gd._fullLayout._size && gd.querySelector('.textpoint, .annotation, canvas')); }"""
+FIRST_DRAW_TV = """() => { const s = document.querySelector('[id^="graph_"] svg');
+  return !!(s && s.querySelectorAll('text').length > 5); }"""
+ZOOM = """async (id) => { const gd = document.getElementById(id); const xr = gd._fullLayout.xaxis.range.slice();
+  const yr = gd._fullLayout.yaxis.range.slice(); const times = [];
+  for (let i = 0; i < 6; i++) {
+    const f = i % 2 ? 1.0 : 0.5; const cx = (xr[0] + xr[1]) / 2, cy = (yr[0] + yr[1]) / 2;
+    const hx = (xr[1] - xr[0]) * f / 2, hy = (yr[1] - yr[0]) * f / 2;
+    const t0 = performance.now();
+    await Plotly.relayout(gd, {'xaxis.range': [cx - hx, cx + hx], 'yaxis.range': [cy - hy, cy + hy]});
+    await new Promise((r) => requestAnimationFrame(() => r()));
+    times.push(performance.now() - t0);
+  }
+  times.sort((a, b) => a - b); return times[Math.floor(times.length / 2)]; }"""
+
+
+def naive_figure(n: int) -> go.Figure:
+    """The slow way DESIGN.md measured: one layout shape and one annotation per node (edges as one trace)."""
+    _, vg, lay = grid_case(n)
+    shapes = []
+    annotations = []
+    for v in vg.nodes:
+        x0, y0, x1, y1 = lay.nodes[v.id]
+        shapes.append({"type": "rect", "x0": x0, "y0": y0, "x1": x1, "y1": y1, "fillcolor": "#dbe9f6",
+                       "line": {"color": "#4a78a8", "width": 1}, "layer": "below"})
+        annotations.append({"x": (x0 + x1) / 2, "y": (y0 + y1) / 2, "text": v.label, "showarrow": False,
+                            "font": {"size": 11}})
+    xs: list = []
+    ys: list = []
+    for e in lay.edges:
+        for x, y in e.points:
+            xs.append(x)
+            ys.append(y)
+        xs.append(None)
+        ys.append(None)
+    return go.Figure(
+        data=[go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip")],
+        layout={"shapes": shapes, "annotations": annotations, "showlegend": False, "template": "plotly_white",
+                "xaxis": {"visible": False}, "yaxis": {"visible": False, "scaleanchor": "x"}})
+
+
+def timed(fn: Any, repeat: int) -> tuple[float, Any]:
+    times = []
+    out = None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1000.0, out
+
+
+def write_html(fig: go.Figure, path: Path) -> Path:
+    fig.write_html(path, include_plotlyjs=True, full_html=True, config=SCROLL_CONFIG, div_id=DIV,
+                   default_height="100vh")
+    return path
+
+
+def browser_times(browser: Any, path: Path, repeat: int, ours: bool = True) -> tuple[float, float | None]:
+    """(median ms to first draw, median ms per zoom relayout) of a standalone HTML file."""
+    draws = []
+    zoom = None
+    for i in range(repeat):
+        ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+        page = ctx.new_page()
+        page.goto(path.as_uri(), wait_until="commit")
+        page.wait_for_function(FIRST_DRAW_OURS % DIV if ours else FIRST_DRAW_TV, polling="raf", timeout=120000)
+        draws.append(page.evaluate("performance.now()"))
+        if ours and i == 0:
+            zoom = page.evaluate(ZOOM, DIV)
+        ctx.close()
+    return statistics.median(draws), zoom
+
+
+def gpt2_rows(browser: Any, tmp: Path, repeat: int) -> list[list[str]]:
+    import torch
+    import torchvista
+    from transformers import GPT2Config, GPT2Model
+
+    from torchvista_dash import trace_model
+    from torchvista_dash.layout import clear_cache
+
+    torch.manual_seed(0)
+    model = GPT2Model(GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=1000, n_positions=64)).eval()
+    ids = torch.randint(0, 1000, (1, 16))
+    t = trace_model(model, (ids,))
+    rows = []
+    for depth, label in [(1, "depth=1"), (None, "every op")]:
+        vg = t.view(depth=depth)
+
+        def lay(vg=vg):
+            clear_cache()
+            return t.layout(vg)
+
+        lay_ms, layout = timed(lay, repeat)
+        fig_ms, fig = timed(lambda vg=vg, layout=layout: make_figure(t.graph, vg, layout), repeat)
+        path = tmp / f"ours_gpt2_{label.replace(' ', '_').replace('=', '')}.html"
+        t.to_html(path, depth=depth)
+        draw, zoom = browser_times(browser, path, repeat)
+        rows.append([f"torchvista_dash, {label}", str(len(vg.nodes)), f"{lay_ms:.0f}", f"{fig_ms:.1f}",
+                     f"{fig_ms / lay_ms:.2f}", f"{path.stat().st_size / 1e6:.1f}", f"{draw:.0f}",
+                     f"{zoom:.0f}" if zoom is not None else "—"])
+    tv_path = tmp / "torchvista_gpt2.html"
+    torchvista.trace_model(model, ids, export_format="html", export_path=str(tv_path))
+    draw, _ = browser_times(browser, tv_path, repeat, ours=False)
+    rows.append(["torchvista (its HTML export, default view)", "—", "—", "—", "—",
+                 f"{tv_path.stat().st_size / 1e6:.1f}", f"{draw:.0f}", "—"])
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--sizes", default="500,2000,5000")
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    from playwright.sync_api import sync_playwright
+
+    py_rows = []
+    br_rows = []
+    with tempfile.TemporaryDirectory() as td, sync_playwright() as pw:
+        tmp = Path(td)
+        browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
+        for n in sizes:
+            case = grid_case(n)
+            ours_ms, fig = timed(lambda case=case: make_figure(*case), args.repeat)
+            naive_ms, naive = timed(lambda n=n: naive_figure(n), args.repeat)
+            ours_json = len(fig.to_json())
+            naive_json = len(naive.to_json())
+            py_rows.append([str(n), str(len(fig.data)), f"{ours_ms:.0f}", f"{naive_ms:.0f}",
+                            f"{naive_ms / ours_ms:.1f}×", f"{ours_json / n:.0f}", f"{naive_json / n:.0f}"])
+            variants = [("Scatter (SVG), default", fig), ("webgl=True", make_figure(*case, webgl=True))]
+            if n <= 2000:
+                variants.append(("naive: shape + annotation per node", naive))
+            for name, f in variants:
+                path = write_html(f, tmp / f"{n}_{len(br_rows)}.html")
+                try:
+                    draw, zoom = browser_times(browser, path, max(1, args.repeat // 2))
+                    br_rows.append([str(n), name, f"{draw:.0f}", f"{zoom:.0f}" if zoom is not None else "—"])
+                except Exception as exc:  # e.g. no WebGL in this headless browser: say so in the table
+                    br_rows.append([str(n), name, f"failed: {type(exc).__name__}", "—"])
+            print(f"done {n}", file=sys.stderr)
+        gpt_rows = gpt2_rows(browser, tmp, max(1, args.repeat // 2))
+        browser.close()
+
+    def table(header: list[str], rows: list[list[str]]) -> str:
+        return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+                         + ["| " + " | ".join(r) + " |" for r in rows])
+
+    md = f"""# Render benchmark
+
+Command: `{COMMAND} --repeat {args.repeat} --sizes {args.sizes}`
+
+Machine: {platform.platform()}, Python {platform.python_version()}, plotly {plotly.__version__},
+headless Debian Chromium (Playwright), viewport 1400×900. Medians.
+
+## Figure build (Python) and JSON size — hand-built grid views
+
+| boxes | traces | make_figure ms | naive figure ms | naive / ours | JSON B/node (ours) | JSON B/node (naive) |
+|---|---|---|---|---|---|---|
+""" + "\n".join("| " + " | ".join(r) + " |" for r in py_rows) + f"""
+
+## In the browser — standalone HTML (plotly.js embedded)
+
+First draw = navigation start → figure drawn (includes parsing the 4.8 MB plotly.js). Zoom = one
+`Plotly.relayout` of both axis ranges until the next animation frame (median of 6).
+
+{table(["boxes", "figure", "first draw ms", "zoom relayout ms"], br_rows)}
+
+## Real model: GPT-2 (2 layers, n_embd 64), ours against torchvista in the same browser
+
+{table(["figure", "boxes", "dot layout ms", "make_figure ms", "make_figure / layout", "HTML MB",
+        "first draw ms", "zoom relayout ms"], gpt_rows)}
+"""
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(md, encoding="utf-8")
+    print(md)
+
+
+if __name__ == "__main__":
+    main()
