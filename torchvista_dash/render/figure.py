@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
 import plotly.graph_objects as go
 
 from ..graph import Graph
@@ -97,10 +98,16 @@ def _cluster_depths(vg: VisibleGraph) -> dict[str, int]:
     return depth
 
 
+def _arr(values: list) -> np.ndarray:
+    """Coordinates as float32 (``None`` → NaN, a gap): plotly sends numpy arrays as compact base64 typed
+    arrays and skips validating them element by element — 3× faster to build, half the JSON."""
+    return np.array(values, dtype=np.float32)
+
+
 def _path_trace(name: str, xs: list, ys: list, *, fill: str | None, line: str, width: float,
                 dash: str | None = None, gl: bool = False) -> dict[str, Any]:
     t: dict[str, Any] = {
-        "type": "scattergl" if gl else "scatter", "name": name, "x": xs, "y": ys, "mode": "lines",
+        "type": "scattergl" if gl else "scatter", "name": name, "x": _arr(xs), "y": _arr(ys), "mode": "lines",
         "line": {"color": line, "width": width}, "hoverinfo": "skip", "showlegend": False,
     }
     if dash:
@@ -249,7 +256,7 @@ def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "li
         nids.append(vn.id)
     if nids:
         traces.append({
-            "type": "scatter", "name": "nodes:labels", "x": nx, "y": ny, "mode": "text", "text": ntext,
+            "type": "scatter", "name": "nodes:labels", "x": _arr(nx), "y": _arr(ny), "mode": "text", "text": ntext,
             "textposition": "middle center", "textfont": {"size": font_px, "color": ncolor},
             "hovertext": nhover, "hoverinfo": "text", "customdata": nids, "showlegend": False,
         })
@@ -274,12 +281,12 @@ def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "li
             hcolor.append(th.failed_line if cl.failed else th.font)
             cids.append(cl.id)
         traces.append({
-            "type": "scatter", "name": "clusters:headers", "x": hx2, "y": ty, "mode": "text", "text": htext,
+            "type": "scatter", "name": "clusters:headers", "x": _arr(hx2), "y": _arr(ty), "mode": "text", "text": htext,
             "textposition": "middle right", "textfont": {"size": header_px, "color": hcolor},
             "hovertext": hhover, "hoverinfo": "text", "customdata": cids, "showlegend": False,
         })
         traces.append({
-            "type": "scatter", "name": "clusters:toggles", "x": tx, "y": ty, "mode": "markers+text",
+            "type": "scatter", "name": "clusters:toggles", "x": _arr(tx), "y": _arr(ty), "mode": "markers+text",
             "text": [CLOSE_MARK] * len(cids), "textposition": "middle center",
             "textfont": {"size": header_px + 2, "color": hcolor},
             "marker": {"symbol": "square", "size": header_px + 6, "color": th.paper,
@@ -290,7 +297,7 @@ def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "li
 
     if lt:
         traces.append({
-            "type": "scatter", "name": "edges:labels", "x": lx, "y": ly, "mode": "text", "text": lt,
+            "type": "scatter", "name": "edges:labels", "x": _arr(lx), "y": _arr(ly), "mode": "text", "text": lt,
             "textposition": "middle center", "textfont": {"size": small_px, "color": th.muted},
             "hoverinfo": "skip", "showlegend": False,
         })
