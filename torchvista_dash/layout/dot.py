@@ -59,6 +59,22 @@ def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
+class _Quoted:
+    """A label already quoted by ``_quote``. pydot writes non-str values as they are, so the layout run skips
+    pydot's per-character quoting scan (its largest cost on big graphs). ``to_dot`` uses plain strings."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = _quote(text)
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __format__(self, spec: str) -> str:
+        return self.text
+
+
 def check_rankdir(rankdir: str) -> str:
     if rankdir not in RANKDIRS:
         raise ValueError(f"rankdir must be one of {', '.join(RANKDIRS)} (top-to-bottom, left-to-right, ...), "
@@ -72,6 +88,7 @@ def build_dot(vg: VisibleGraph, rankdir: str = "TB", *, ids: bool = False) -> tu
     Edges are written in ``vg.edges`` order (dot numbers them so). ``ids`` adds the visible ids as Graphviz
     ``id`` attributes, which only Graphviz's own SVG uses; the layout run leaves them out (less to write)."""
     check_rankdir(rankdir)
+    text = _quote if ids else _Quoted
     # cluster styling lives on the root graph, which every cluster inherits (less DOT to write and parse)
     g = pydot.Dot("view", graph_type="digraph", rankdir=rankdir, fontname=FONT_NAME, fontsize=str(CLUSTER_FONT_SIZE),
                   labeljust="l", style="rounded", color="gray50", **GRAPH_ATTRS)
@@ -84,7 +101,7 @@ def build_dot(vg: VisibleGraph, rankdir: str = "TB", *, ids: bool = False) -> tu
     cluster_names: dict[str, str] = {}
     failed_parent = {c.id: c.failed for c in vg.clusters}
     for i, c in enumerate(vg.clusters):
-        sub = pydot.Cluster(f"c{i}", label=_quote(c.label))
+        sub = pydot.Cluster(f"c{i}", label=text(c.label))
         if c.failed or failed_parent.get(c.parent, False):   # nested clusters inherit their parent's color
             sub.set("color", "red" if c.failed else "gray50")
         if ids:
@@ -104,7 +121,7 @@ def build_dot(vg: VisibleGraph, rankdir: str = "TB", *, ids: bool = False) -> tu
         w, h = node_size(n)
         label = n.label + ("\n" + n.sublabel if n.sublabel else "")
         # sizes in inches as floats: pydot writes numbers as they are (no quoting scan)
-        attrs: dict[str, object] = {"label": _quote(label), "width": round(w / 72, 4)}
+        attrs: dict[str, object] = {"label": text(label), "width": round(w / 72, 4)}
         if round(h / 72, 4) != two_lines:
             attrs["height"] = round(h / 72, 4)
         if ids:
@@ -118,7 +135,7 @@ def build_dot(vg: VisibleGraph, rankdir: str = "TB", *, ids: bool = False) -> tu
         subgraphs.get(n.parent, g).add_node(pydot.Node(name, **attrs))
 
     for e in vg.edges:
-        attrs = {"label": _quote(e.label)} if e.label else {}
+        attrs = {"label": text(e.label)} if e.label else {}
         g.add_edge(pydot.Edge(dot_name[e.src], dot_name[e.dst], **attrs))
     return g, DotNames(node_names, cluster_names)
 
