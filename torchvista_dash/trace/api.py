@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import os
 import sys
@@ -17,7 +16,7 @@ from .. import __version__
 from ..graph import Edge, ErrorInfo, Graph, Node, node_id_for
 from ..traced import Trace
 from .describe import format_arg
-from .recorder import Recorder, RecordingMode
+from .recorder import Recorder, RecordingMode, fast_factory
 from .state import ModelState
 from .structure import bind_arg_names, check_inputs, iter_tensors
 
@@ -139,7 +138,7 @@ def _finalize(rec: Recorder, model_name: str, error: BaseException | None) -> Gr
             ids.append(node_id_for(k))
             k += 1
     nodes: list[Node] = []
-    new_node = _new_factory(Node)
+    new_node = fast_factory(Node)
     for i, r in enumerate(rec.nodes):
         nid = ids[i]
         if nid is None:
@@ -148,7 +147,7 @@ def _finalize(rec: Recorder, model_name: str, error: BaseException | None) -> Gr
         nodes.append(new_node({"id": nid, "kind": r.kind, "name": r.name, "parent": r.parent,
                                "error": r.error if i == error_idx else None, "args": args, "source": r.source,
                                "params": tuple(r.params), "outputs": tuple(r.outputs)}))
-    new_edge = _new_factory(Edge)
+    new_edge = fast_factory(Edge)
     edges = [new_edge({"src": ids[s], "dst": ids[d], "tensor": f"{ids[s]}/{o}", "meta": m, "dst_arg": a})
              for s, o, d, m, a in rec.edges if ids[s] is not None and ids[d] is not None]
     err_info = None
@@ -164,29 +163,6 @@ def _finalize(rec: Recorder, model_name: str, error: BaseException | None) -> Gr
                   model_name=model_name, error=err_info,
                   versions=(("torch", torch.__version__), ("torchvista_dash", __version__)))
     return graph
-
-
-def _new_factory(cls: type) -> Any:
-    """A fast constructor for a frozen dataclass, given all its fields as a dict.
-
-    ``__init__`` of a frozen dataclass sets each field through ``object.__setattr__``; filling ``__dict__``
-    directly is several times faster, which matters for thousands of nodes. Only used when ``cls`` has no
-    ``__post_init__`` and no ``__slots__`` and the dict names every field, so the object is the same as
-    ``cls(**fields)`` (the JSON round-trip tests compare them); otherwise it falls back to ``cls(**fields)``.
-    """
-    n_fields = len(dataclasses.fields(cls))
-    if hasattr(cls, "__post_init__") or "__slots__" in cls.__dict__:
-        return lambda fields: cls(**fields)
-    new = object.__new__
-
-    def make(fields: dict[str, Any]) -> Any:
-        if len(fields) != n_fields:
-            return cls(**fields)
-        obj = new(cls)
-        obj.__dict__.update(fields)
-        return obj
-
-    return make
 
 
 def _ancestors(rec: Recorder, cid: str | None) -> list[str]:
