@@ -3,8 +3,8 @@
 One process-wide Dash app, served from a background thread, hosts every graph ever shown; each
 ``show()`` registers its trace and displays an iframe of ``<server>/?trace=<id>``, so earlier outputs
 stay alive and re-running a cell just shows the graph again. The address comes from Dash's own
-Jupyter support (``dash.jupyter_dash``): behind JupyterLab/Hub's proxy it is the proxied path, and in
-Colab the kernel port is served through Colab's proxy.
+Jupyter support (``dash.jupyter_dash``): once ``jupyter_dash.infer_jupyter_proxy_config()`` has run,
+it is the path through JupyterLab/Hub's proxy; in Colab the kernel port is served through Colab's proxy.
 """
 
 from __future__ import annotations
@@ -36,16 +36,16 @@ def _free_port(host: str) -> int:
 
 
 def _jupyter_config() -> dict[str, Any]:
-    """Ask Dash's Jupyter extension for the proxy settings (empty outside Jupyter or without the extension)."""
+    """Dash's Jupyter proxy settings, if known: behind JupyterHub/Lab's proxy, run
+    ``from dash import jupyter_dash; jupyter_dash.infer_jupyter_proxy_config()`` once before ``show()``.
+
+    It is not called here: without Dash's front-end extension it times out and leaves the kernel's
+    execute handler replaced, which hangs every later cell (dash 4.4).
+    """
     try:
-        from dash import _jupyter, jupyter_dash
+        from dash import _jupyter
     except ImportError:  # pragma: no cover - very old dash
         return {}
-    if jupyter_dash.in_ipython and not jupyter_dash.in_colab and not _jupyter._jupyter_config:
-        try:
-            jupyter_dash.infer_jupyter_proxy_config()
-        except Exception:   # no front-end extension answered: plain http://host:port works
-            pass
     return dict(_jupyter._jupyter_config)
 
 

@@ -1,0 +1,63 @@
+"""A real notebook, executed by nbclient on the python3 kernel: show() twice gives two live iframes.
+
+While the kernel is still alive, both iframes' URLs are opened in headless Chromium and must draw
+their graph; a failed trace's show() draws the partial graph and re-raises the model's error.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import nbformat
+import pytest
+import requests
+from nbclient import NotebookClient
+from support_app import ids_drawn, wait_drawn
+
+CELLS = [
+    "from torchvista_dash import trace_model\nfrom torchvista_dash.demos import build_demo",
+    "t1 = trace_model(*build_demo('mlp'), name='first MLP')\nt1.show()",
+    "t2 = trace_model(*build_demo('gpt'), name='second GPT')\nt2.show(height=500)",
+    "t1.show()   # re-running / showing again keeps working",
+    "trace_model(*build_demo('broken'), name='broken one').show()",
+]
+
+
+def _iframe_src(output: dict[str, Any]) -> str:
+    html = output.get("data", {}).get("text/html", "")
+    m = re.search(r'<iframe[^>]*src="([^"]+)"', html)
+    assert m, f"no iframe in output: {output}"
+    return m.group(1)
+
+
+@pytest.mark.browser
+def test_notebook_show_twice_gives_two_live_iframes(tmp_path: Path, page: Any) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in CELLS]
+    nb.cells[-1].metadata["tags"] = ["raises-exception"]
+    client = NotebookClient(nb, kernel_name="python3", timeout=180, resources={"metadata": {"path": str(tmp_path)}})
+    with client.setup_kernel():
+        for i, cell in enumerate(nb.cells):
+            client.execute_cell(cell, i)
+        srcs = [_iframe_src(nb.cells[i].outputs[0]) for i in (1, 2, 3)]
+        assert srcs[0] != srcs[1] and srcs[0] == srcs[2]           # same trace, same page
+        assert srcs[0].split("?")[0] == srcs[1].split("?")[0]        # one server hosts both
+        assert 'height="500"' in nb.cells[2].outputs[0]["data"]["text/html"]
+
+        outputs = nb.cells[4].outputs
+        failed = [o for o in outputs if o["output_type"] == "display_data"]
+        assert failed and "<iframe" in failed[0]["data"]["text/html"]
+        err = [o for o in outputs if o["output_type"] == "error"]
+        assert outputs.index(failed[0]) < outputs.index(err[0])      # drawn first, then re-raised
+        assert err and err[0]["ename"] == "RuntimeError" and "Sizes of tensors must match" in err[0]["evalue"]
+
+        for src, model in ((srcs[0], "first MLP"), (srcs[1], "second GPT"), (_iframe_src(failed[0]), "broken one")):
+            assert requests.get(src, timeout=30).status_code == 200
+            tid = parse_qs(urlsplit(src).query)["trace"][0]
+            page.goto(src)
+            wait_drawn(page, f"trace-{tid}")
+            assert model in page.inner_text(".tvd-header")
+            assert ids_drawn(page, f"trace-{tid}", "nodes:labels")
