@@ -189,3 +189,21 @@ def test_factories_and_split_outputs() -> None:
     (mul,) = _by_name(g, "mul")
     tensors = sorted(e.tensor for e in g.edges if e.dst == mul.id)
     assert tensors == [f"{split.id}/0", f"{split.id}/1"]
+
+
+def test_one_tensor_passed_under_two_names_is_one_input() -> None:
+    class Two(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = torch.nn.Linear(3, 3)
+            self.b = torch.nn.Linear(3, 3)
+
+        def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            return self.a(x) + self.b(y)
+
+    x = torch.ones(1, 3)
+    g = trace_model(Two(), (x,), kwargs={"y": x}).graph
+    (inp,) = [n for n in g.nodes if n.kind == "input"]
+    assert inp.name == "x, y"
+    lins = [n for n in g.nodes if n.name == "linear"]
+    assert all(inp.id in _preds(g, n.id) for n in lins) and len(lins) == 2

@@ -146,6 +146,11 @@ class Recorder:
         return idx, 0, meta
 
     def add_input(self, name: str, t: torch.Tensor) -> None:
+        """An input node; one tensor passed under several names is one node named ``a, b``."""
+        e = self.producer.get(id(t))
+        if e is not None and e[0]() is t and self.nodes[e[1]].kind == "input":
+            self.nodes[e[1]].name += ", " + name
+            return
         rec = NodeRec("input", name, None)
         meta = tensor_meta(t)
         rec.outputs.append(meta)
