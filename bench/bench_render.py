@@ -47,6 +47,8 @@ COMMAND = ".venv/bin/python bench/bench_render.py"
 
 FIRST_DRAW_OURS = """() => { const gd = document.getElementById('%s');
   return !!(gd && gd._fullLayout && gd._fullLayout._size && gd.querySelector('.textpoint, .annotation, canvas')); }"""
+FIRST_DRAW_EMPTY = """() => { const gd = document.getElementById('%s');
+  return !!(gd && gd._fullLayout && gd._fullLayout._size); }"""
 FIRST_DRAW_TV = """() => { const s = document.querySelector('[id^="graph_"] svg');
   return !!(s && s.querySelectorAll('text').length > 5); }"""
 ZOOM = """async (id) => { const gd = document.getElementById(id); const xr = gd._fullLayout.xaxis.range.slice();
@@ -103,15 +105,18 @@ def write_html(fig: go.Figure, path: Path) -> Path:
     return path
 
 
-def browser_times(browser: Any, path: Path, repeat: int, ours: bool = True) -> tuple[float, float | None]:
-    """(median ms to first draw, median ms per zoom relayout) of a standalone HTML file."""
+def browser_times(browser: Any, path: Path, repeat: int, ours: bool | None = True) -> tuple[float, float | None]:
+    """(median ms to first draw, median ms per zoom relayout) of a standalone HTML file.
+
+    ``ours``: True for our figures, False for torchvista's page, None for a figure with nothing in it."""
     draws = []
     zoom = None
     for i in range(repeat):
         ctx = browser.new_context(viewport={"width": 1400, "height": 900})
         page = ctx.new_page()
         page.goto(path.as_uri(), wait_until="commit")
-        page.wait_for_function(FIRST_DRAW_OURS % DIV if ours else FIRST_DRAW_TV, polling="raf", timeout=120000)
+        ready = {True: FIRST_DRAW_OURS % DIV, False: FIRST_DRAW_TV, None: FIRST_DRAW_EMPTY % DIV}[ours]
+        page.wait_for_function(ready, polling="raf", timeout=120000)
         draws.append(page.evaluate("performance.now()"))
         if ours and i == 0:
             zoom = page.evaluate(ZOOM, DIV)
@@ -127,31 +132,38 @@ def gpt2_rows(browser: Any, tmp: Path, repeat: int) -> list[list[str]]:
     from torchvista_dash import trace_model
     from torchvista_dash.layout import clear_cache
 
-    torch.manual_seed(0)
-    model = GPT2Model(GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=1000, n_positions=64)).eval()
-    ids = torch.randint(0, 1000, (1, 16))
-    t = trace_model(model, (ids,))
     rows = []
-    for depth, label in [(1, "depth=1"), (None, "every op")]:
-        vg = t.view(depth=depth)
+    configs = [("GPT-2 2×64", GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=1000, n_positions=64)),
+               ("GPT-2 small", GPT2Config(vocab_size=1000, n_positions=64))]
+    for mname, cfg in configs:
+        torch.manual_seed(0)
+        model = GPT2Model(cfg).eval()
+        ids = torch.randint(0, 1000, (1, 16))
+        t = trace_model(model, (ids,))
+        views = [({"depth": 1}, "depth=1"), ({"depth": None, "fold_repeats": False}, "every op")]
+        for opts, label in views:
+            vg = t.view(**opts)
 
-        def lay(vg=vg):
-            clear_cache()
-            return t.layout(vg)
+            def lay(vg=vg, t=t):
+                clear_cache()
+                return t.layout(vg)
 
-        lay_ms, layout = timed(lay, repeat)
-        fig_ms, fig = timed(lambda vg=vg, layout=layout: make_figure(t.graph, vg, layout), repeat)
-        path = tmp / f"ours_gpt2_{label.replace(' ', '_').replace('=', '')}.html"
-        t.to_html(path, depth=depth)
-        draw, zoom = browser_times(browser, path, repeat)
-        rows.append([f"torchvista_dash, {label}", str(len(vg.nodes)), f"{lay_ms:.0f}", f"{fig_ms:.1f}",
-                     f"{fig_ms / lay_ms:.2f}", f"{path.stat().st_size / 1e6:.1f}", f"{draw:.0f}",
-                     f"{zoom:.0f}" if zoom is not None else "—"])
-    tv_path = tmp / "torchvista_gpt2.html"
-    torchvista.trace_model(model, ids, export_format="html", export_path=str(tv_path))
-    draw, _ = browser_times(browser, tv_path, repeat, ours=False)
-    rows.append(["torchvista (its HTML export, default view)", "—", "—", "—", "—",
-                 f"{tv_path.stat().st_size / 1e6:.1f}", f"{draw:.0f}", "—"])
+            lay_ms, layout = timed(lay, repeat)
+            fig_ms, fig = timed(lambda vg=vg, layout=layout, g=t.graph: make_figure(g, vg, layout), repeat)
+            path = tmp / f"ours_{len(rows)}.html"
+            t.to_html(path, **opts)
+            draw, zoom = browser_times(browser, path, repeat)
+            rows.append([mname, f"torchvista_dash, {label}", str(len(vg.nodes)), f"{lay_ms:.0f}",
+                         f"{fig_ms:.1f}", f"{fig_ms / lay_ms:.2f}", f"{path.stat().st_size / 1e6:.1f}",
+                         f"{draw:.0f}", f"{zoom:.0f}" if zoom is not None else "—"])
+        for depth, label in [(1, "default view"), (99, "every module open")]:
+            tv_path = tmp / f"torchvista_{len(rows)}.html"
+            torchvista.trace_model(model, ids, export_format="html", export_path=str(tv_path),
+                                   collapse_modules_after_depth=depth)
+            draw, _ = browser_times(browser, tv_path, repeat, ours=False)
+            rows.append([mname, f"torchvista, {label}", "—", "—", "—", "—", f"{tv_path.stat().st_size / 1e6:.1f}",
+                         f"{draw:.0f}", "—"])
+        print(f"done {mname}", file=sys.stderr)
     return rows
 
 
@@ -168,6 +180,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as td, sync_playwright() as pw:
         tmp = Path(td)
         browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
+        empty = write_html(go.Figure(layout={"template": "plotly_white"}), tmp / "empty.html")
+        br_rows.append(["0", "empty figure: plotly.js load + parse only",
+                        f"{browser_times(browser, empty, max(1, args.repeat // 2), ours=None)[0]:.0f}", "—"])
         for n in sizes:
             case = grid_case(n)
             ours_ms, fig = timed(lambda case=case: make_figure(*case), args.repeat)
@@ -214,9 +229,9 @@ First draw = navigation start → figure drawn (includes parsing the 4.8 MB plot
 
 {table(["boxes", "figure", "first draw ms", "zoom relayout ms"], br_rows)}
 
-## Real model: GPT-2 (2 layers, n_embd 64), ours against torchvista in the same browser
+## Real models (random weights, 16 tokens): ours against torchvista's HTML export in the same browser\n\ntorchvista lays out in the browser (Graphviz compiled to wasm) and draws with d3; its first draw is when its\nSVG holds the graph's text. Ours: plotly.js parse + figure draw (layout was done in Python, column 4).
 
-{table(["figure", "boxes", "dot layout ms", "make_figure ms", "make_figure / layout", "HTML MB",
+{table(["model", "figure", "boxes", "dot layout ms", "make_figure ms", "make_figure / layout", "HTML MB",
         "first draw ms", "zoom relayout ms"], gpt_rows)}
 """
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
