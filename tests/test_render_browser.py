@@ -63,7 +63,7 @@ def loaded(browser, html_file):
 def point_of(page, trace_name: str, item: str):
     """(x, y) data coordinates of the point whose customdata is ``item`` in the named trace."""
     return page.evaluate("""([id, name, item]) => {
-      const t = document.getElementById(id)._fullData.find((d) => d.name === name);
+      const t = document.getElementById(id).data.find((d) => d.name === name);
       const i = t.customdata.indexOf(item); return [t.x[i], t.y[i]]; }""", [HTML_DIV_ID, trace_name, item])
 
 
