@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 import xml.etree.ElementTree as ET
 
@@ -10,6 +11,7 @@ import torch
 from support_render import Broken, TinyNet, grid_case
 
 from torchvista_dash import load_trace, trace_model
+from torchvista_dash.layout.types import Layout
 from torchvista_dash.render.export import FORMATS, HTML_DIV_ID, export
 from torchvista_dash.render.static import render_static, to_static_dot
 
@@ -102,3 +104,20 @@ def test_failed_trace_exports(dot_binary, tmp_path):
         t = trace_model(Broken(), torch.randn(2, 8))
     svg = t.export(tmp_path / "broken.svg", depth=None).read_text(encoding="utf-8")
     assert "#d62728" in svg
+
+
+def test_special_characters_survive_dot_and_svg(dot_binary, tmp_path):
+    g, vg, lay = grid_case(12)
+    weird = 'a<b> & "c" \\ d'
+    nodes = tuple(dataclasses.replace(n, label=weird) if n.id == "n:6" else n for n in vg.nodes)
+    clusters = tuple(dataclasses.replace(c, label=weird) if c.id == "mod:enc" else c for c in vg.clusters)
+    vg = dataclasses.replace(vg, nodes=nodes, clusters=clusters)
+    texts = svg_texts(render_static(g, vg, lay, tmp_path / "weird.svg", "svg"))
+    assert weird in texts and f"⊖ {weird}" in texts
+
+
+def test_empty_view_renders(dot_binary, tmp_path):
+    g, vg, _ = grid_case(12)
+    empty = dataclasses.replace(vg, nodes=(), edges=(), clusters=())
+    lay = Layout(nodes={}, clusters={}, parent={}, edges=(), width=0.0, height=0.0)
+    assert svg_texts(render_static(g, empty, lay, tmp_path / "empty.svg", "svg")) == []

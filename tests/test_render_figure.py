@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
 import pytest
 from support_render import grid_case
 
+from torchvista_dash.layout.types import Layout
 from torchvista_dash.render import UIREVISION, make_figure
 from torchvista_dash.render.figure import DETAIL_LIMIT, LABEL_PX_RANGE, ids_in, label_px
 
@@ -217,3 +219,18 @@ def test_webgl_variant_keeps_text_svg_and_ids(case30):
     assert types["nodes:op"] == "scattergl" and types["edges"] == "scattergl"
     assert types["nodes:labels"] == "scatter"
     assert list(by_name(fig, "nodes:labels").customdata) == [n.id for n in vg.nodes]
+
+
+def test_empty_view_is_an_empty_figure_not_an_error():
+    g, vg, _ = grid_case(12)
+    empty = dataclasses.replace(vg, nodes=(), edges=(), clusters=())
+    fig = make_figure(g, empty, Layout(nodes={}, clusters={}, parent={}, edges=(), width=0.0, height=0.0))
+    assert len(fig.data) == 0 and fig.layout.yaxis.scaleanchor == "x"
+
+
+def test_user_text_is_escaped_in_labels_and_hover(case30):
+    g, vg, lay = case30
+    nodes = tuple(dataclasses.replace(n, label="<script>x</script>") if n.id == "n:6" else n for n in vg.nodes)
+    fig = make_figure(g, dataclasses.replace(vg, nodes=nodes), lay)
+    text = dict(zip(by_name(fig, "nodes:labels").customdata, by_name(fig, "nodes:labels").text, strict=True))
+    assert text["n:6"].startswith("&lt;script&gt;x&lt;/script&gt;")
