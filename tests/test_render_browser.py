@@ -6,9 +6,10 @@ import base64
 
 import pytest
 import torch
-from support_render import TinyNet
+from support_render import TinyNet, grid_case
 
 from torchvista_dash import trace_model
+from torchvista_dash.render import SCROLL_CONFIG, make_figure
 from torchvista_dash.render.export import HTML_DIV_ID
 
 pytestmark = pytest.mark.browser
@@ -102,3 +103,34 @@ def test_hover_shows_module_details(loaded):
     hover.wait_for(timeout=5000)
     text = hover.text_content()
     assert "module: head (Linear)" in text and "2×4 float32" in text
+
+
+def test_zoomed_out_view_hides_labels_until_the_labels_button(browser, tmp_path):
+    """A tall view starts without text (it would only overlap); hover and clicks still work; the
+    plotly "labels" button shows the labels and hides them again."""
+    g, vg, lay = grid_case(300, cols=2)
+    fig = make_figure(g, vg, lay)
+    path = tmp_path / "tall.html"
+    fig.write_html(path, include_plotlyjs=True, div_id=HTML_DIV_ID, config=SCROLL_CONFIG, default_height="100vh")
+    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        page = ctx.new_page()
+        page.goto(path.as_uri())
+        page.wait_for_selector(".updatemenu-button")
+        n_labels = 'document.querySelectorAll(".textpoint").length'
+        assert page.evaluate(n_labels) == len(vg.clusters)                 # only the ⊖ toggles have text
+        page.evaluate(LISTEN, HTML_DIV_ID)
+        x, y = point_of(page, "nodes:labels", "n:100")
+        px, py = page.evaluate(TO_PIXELS, [HTML_DIV_ID, x, y])
+        page.mouse.move(px, py)
+        page.wait_for_function("() => window.__hovered === 'n:100'", timeout=5000)
+        page.mouse.click(px, py)
+        assert page.evaluate("window.__clicks") == ["n:100"]
+        button = page.locator(".updatemenu-button").bounding_box()
+        bx, by = button["x"] + button["width"] / 2, button["y"] + button["height"] / 2
+        page.mouse.click(bx, by)
+        page.wait_for_function(f"() => {n_labels} >= {len(vg.nodes)}", timeout=5000)
+        page.mouse.click(bx, by)
+        page.wait_for_function(f"() => {n_labels} == {len(vg.clusters)}", timeout=5000)
+    finally:
+        ctx.close()

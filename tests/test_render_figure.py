@@ -234,3 +234,20 @@ def test_user_text_is_escaped_in_labels_and_hover(case30):
     fig = make_figure(g, dataclasses.replace(vg, nodes=nodes), lay)
     text = dict(zip(by_name(fig, "nodes:labels").customdata, by_name(fig, "nodes:labels").text, strict=True))
     assert text["n:6"].startswith("&lt;script&gt;x&lt;/script&gt;")
+
+
+def test_labels_start_hidden_only_when_too_zoomed_out_to_read():
+    g, vg, lay = grid_case(300, cols=2)                   # 150 rows: ~0.06 px per point at the fit
+    fig = make_figure(g, vg, lay)
+    assert fig.layout.meta["torchvista_dash"]["labels"] is False
+    assert by_name(fig, "nodes:labels").mode == "markers" and by_name(fig, "nodes:labels").marker.opacity == 0
+    assert list(by_name(fig, "nodes:labels").customdata) == [n.id for n in vg.nodes]   # still hover/click targets
+    (menu,) = fig.layout.updatemenus
+    show = menu.buttons[0].args
+    names = [fig.data[i].name for i in show[1]]
+    assert {"nodes:labels", "clusters:headers"} <= set(names) and show[0]["mode"] == "text"
+    assert menu.active == -1                              # the first click applies ``args`` (show)
+    assert make_figure(g, vg, lay, labels=True).layout.updatemenus == ()
+    assert by_name(make_figure(g, vg, lay, labels=True), "nodes:labels").mode == "text"
+    small = make_figure(*grid_case(30))
+    assert small.layout.meta["torchvista_dash"]["labels"] is True and small.layout.updatemenus == ()

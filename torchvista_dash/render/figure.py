@@ -12,7 +12,11 @@ shifts all speak the layout's units. Equal aspect: ``yaxis.scaleanchor = "x"``.
 Labels: plotly text is sized in pixels, not data units. The label size is chosen so that labels
 fit their boxes when the whole graph is fitted into a nominal 1100×700 px plot area, clamped to
 7–13 px. Small views read at full size; on a huge view the labels overlap at the initial fit and
-become readable as soon as one zooms in (the boxes grow, the text keeps its size).
+become readable as soon as one zooms in (the boxes grow, the text keeps its size). When the initial
+view is so zoomed out that a label would need less than ``LABELS_MIN_FIT_PX`` px to fit its box (a
+tall every-op view), labels start hidden — overlapping text is only noise — and a "labels" button
+(a plotly updatemenu: no JavaScript of ours) shows them once the user has zoomed in. Hover and clicks
+work either way: the label trace keeps its points (invisible markers).
 
 Text is what makes zooming slow (plotly re-lays every text element on each relayout: a second line
 per label nearly doubles the cost). Views over ``DETAIL_LIMIT`` boxes therefore draw one-line labels
@@ -45,6 +49,7 @@ HEADER_OFFSET = 10.0            # cluster header baseline: points below the clus
 TOGGLE_INSET = 10.0             # ⊖ toggle: points right of the cluster's left edge
 CLUSTER_RADIUS = 8.0
 MAX_CLUSTER_DEPTH_TRACES = 6    # deeper clusters share the last fill trace
+LABELS_MIN_FIT_PX = 4.0         # auto: labels start hidden when they would be drawn this much too big (px)
 PAD = 12.0                      # points around the graph in the initial view
 FAILED_WINDOW = (900.0, 600.0)  # points shown around the failing op in a failed trace's initial view
 DETAIL_LIMIT = 600              # above this many boxes: no sublabel line, no edge labels (they stay in hover)
@@ -63,13 +68,17 @@ def _bounds(layout: Layout) -> Box:
     return (min(xs), min(ys), max(xs), max(ys))
 
 
-def label_px(bounds: Box) -> float:
-    """Label font size in px: what fits the boxes at the initial fit, clamped to a readable range."""
+def fit_scale(bounds: Box) -> float:
+    """Pixels per point when ``bounds`` (plus padding) fills the nominal plot area."""
     w = max(bounds[2] - bounds[0] + 2 * PAD, 1.0)
     h = max(bounds[3] - bounds[1] + 2 * PAD, 1.0)
-    scale = min(NOMINAL_PLOT_PX[0] / w, NOMINAL_PLOT_PX[1] / h)
+    return min(NOMINAL_PLOT_PX[0] / w, NOMINAL_PLOT_PX[1] / h)
+
+
+def label_px(bounds: Box) -> float:
+    """Label font size in px: what fits the boxes at the initial fit, clamped to a readable range."""
     lo, hi = LABEL_PX_RANGE
-    return round(max(lo, min(hi, LABEL_PT * scale)), 1)
+    return round(max(lo, min(hi, LABEL_PT * fit_scale(bounds))), 1)
 
 
 def _check(vg: VisibleGraph, layout: Layout, highlight: str | None) -> None:
@@ -146,11 +155,13 @@ def _initial_ranges(graph: Graph, vg: VisibleGraph, layout: Layout, bounds: Box)
 
 def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "light", *,
                 highlight: str | None = None, webgl: bool = False, details: bool | None = None,
-                uirevision: Any = UIREVISION) -> go.Figure:
+                labels: bool | None = None, uirevision: Any = UIREVISION) -> go.Figure:
     """Draw one laid-out view as a plotly Figure; every clickable point carries its visible id in customdata.
 
     ``highlight`` outlines one visible node or expanded cluster (a search hit). ``details``: draw sublabels
     and edge labels (default: only for views up to ``DETAIL_LIMIT`` boxes, see the module docstring).
+    ``labels``: draw text labels initially (default: unless the initial view is too zoomed out to read them;
+    a "labels" button then shows them).
     ``webgl`` draws boxes, edges and arrowheads with ``scattergl`` (text stays SVG); measured in
     bench/bench_render.py, slower in headless Chromium without a GPU, so off by default.
     """
@@ -158,7 +169,11 @@ def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "li
     _check(vg, layout, highlight)
     hov = HoverIndex(graph, vg)
     bounds = _bounds(layout)
-    font_px = label_px(bounds)
+    xr, yr = _initial_ranges(graph, vg, layout, bounds)
+    shown = (xr[0] + PAD, yr[0] + PAD, xr[1] - PAD, yr[1] - PAD)
+    font_px = label_px(shown)
+    if labels is None:
+        labels = LABEL_PT * fit_scale(shown) >= LABELS_MIN_FIT_PX
     small_px = round(max(6.0, font_px * 0.82), 1)
     if details is None:
         details = len(vg.nodes) <= DETAIL_LIMIT
@@ -257,7 +272,8 @@ def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "li
         nids.append(vn.id)
     if nids:
         traces.append({
-            "type": "scatter", "name": "nodes:labels", "x": nx, "y": ny, "mode": "text", "text": ntext,
+            "type": "scatter", "name": "nodes:labels", "x": nx, "y": ny, "mode": "text" if labels else "markers",
+            "text": ntext, "marker": {"size": 10, "opacity": 0},
             "textposition": "middle center", "textfont": {"size": font_px, "color": ncolor},
             "hovertext": nhover, "hoverinfo": "text", "customdata": nids, "showlegend": False,
         })
@@ -282,7 +298,8 @@ def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "li
             hcolor.append(th.failed_line if cl.failed else th.font)
             cids.append(cl.id)
         traces.append({
-            "type": "scatter", "name": "clusters:headers", "x": hx2, "y": ty, "mode": "text", "text": htext,
+            "type": "scatter", "name": "clusters:headers", "x": hx2, "y": ty,
+            "mode": "text" if labels else "markers", "text": htext, "marker": {"size": 10, "opacity": 0},
             "textposition": "middle right", "textfont": {"size": header_px, "color": hcolor},
             "hovertext": hhover, "hoverinfo": "text", "customdata": cids, "showlegend": False,
         })
@@ -299,11 +316,11 @@ def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "li
     if lt:
         traces.append({
             "type": "scatter", "name": "edges:labels", "x": lx, "y": ly, "mode": "text", "text": lt,
+            "visible": bool(labels),
             "textposition": "middle center", "textfont": {"size": small_px, "color": th.muted},
             "hoverinfo": "skip", "showlegend": False,
         })
 
-    xr, yr = _initial_ranges(graph, vg, layout, bounds)
     fig_layout: dict[str, Any] = {
         "template": th.template, "showlegend": False, "hovermode": "closest", "dragmode": "pan",
         "clickmode": "event", "margin": {"l": 4, "r": 4, "t": 4, "b": 4}, "uirevision": uirevision,
@@ -312,14 +329,29 @@ def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "li
         "yaxis": {"range": yr, "visible": False, "showgrid": False, "zeroline": False,
                   "scaleanchor": "x", "scaleratio": 1},
         "meta": {"torchvista_dash": {"bounds": [round(v, 1) for v in bounds], "label_px": font_px,
-                                     "details": details, "notes": notes}},
+                                     "details": details, "labels": labels, "notes": notes}},
     }
+    if not labels:
+        fig_layout["updatemenus"] = [_labels_button(traces, th)]
     if notes:
         fig_layout["annotations"] = [{
             "text": esc(" · ".join(notes)), "xref": "paper", "yref": "paper", "x": 0, "y": 1,
             "xanchor": "left", "yanchor": "top", "showarrow": False, "font": {"size": 11, "color": th.muted},
         }]
     return go.Figure(data=traces, layout=fig_layout)
+
+
+def _labels_button(traces: list[dict[str, Any]], th: Theme) -> dict[str, Any]:
+    """A toggle that draws the hidden labels (and hides them again): plain plotly restyle, no JS."""
+    text_idx = [i for i, t in enumerate(traces) if t["name"] in ("nodes:labels", "clusters:headers")]
+    edge_idx = [i for i, t in enumerate(traces) if t["name"] == "edges:labels"]
+    show = [{"mode": "text", "visible": True}, text_idx + edge_idx]
+    hide = [{"mode": ["markers"] * len(text_idx) + ["text"] * len(edge_idx),
+             "visible": [True] * len(text_idx) + [False] * len(edge_idx)}, text_idx + edge_idx]
+    return {"type": "buttons", "direction": "left", "showactive": False, "active": -1, "x": 1.0, "y": 1.0,
+            "xanchor": "right", "yanchor": "top", "pad": {"r": 4, "t": 4}, "bgcolor": th.paper,
+            "font": {"color": th.font, "size": 11},
+            "buttons": [{"label": "labels", "method": "restyle", "args": show, "args2": hide}]}
 
 
 def trace_names(fig: go.Figure) -> list[str]:
