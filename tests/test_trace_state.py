@@ -144,7 +144,7 @@ def test_input_forms_tensor_tuple_list_dict() -> None:
     x = torch.ones(2)
     assert [n.name for n in trace_model(Two(), x).graph.nodes if n.kind == "input"] == ["a"]
     assert [n.name for n in trace_model(Two(), [x, x + 1]).graph.nodes if n.kind == "input"] == ["a", "b"]
-    assert [n.name for n in trace_model(Two(), (x,), kwargs={"b": x}).graph.nodes if n.kind == "input"] == ["a", "b"]
+    assert [n.name for n in trace_model(Two(), (x,), kwargs={"b": x * 2}).graph.nodes if n.kind == "input"] == ["a", "b"]
     assert [n.name for n in trace_model(Dicty(), {"p": x}).graph.nodes if n.kind == "input"] == ["d['p']"]
 
 

@@ -13,10 +13,9 @@ import torch
 from torch.nn.modules import module as nn_module
 
 from .. import __version__
-from ..graph import Edge, ErrorInfo, Graph, Node, node_id_for
+from ..graph import ErrorInfo, Graph
 from ..traced import Trace
-from .describe import format_arg
-from .recorder import Recorder, RecordingMode, fast_factory
+from .recorder import Recorder, RecordingMode, _in_chain
 from .state import ModelState
 from .structure import bind_arg_names, check_inputs, iter_tensors
 
@@ -105,64 +104,24 @@ def _unwrap(model: Any) -> torch.nn.Module:
     return model
 
 
-def _in_chain(target: BaseException, exc: BaseException | None) -> bool:
-    """Is ``target`` the exception ``exc`` or one it was raised from / while handling?"""
-    seen = 0
-    while exc is not None and seen < 50:
-        if exc is target:
-            return True
-        exc = exc.__cause__ or exc.__context__
-        seen += 1
-    return False
-
-
 def _finalize(rec: Recorder, model_name: str, error: BaseException | None) -> Graph:
-    # Only the op whose exception escaped the forward pass stays; ops that raised and were caught go.
-    error_idx: int | None = None
-    dropped: set[int] = set()
-    for idx, exc in rec.failed_ops:
-        if error is not None and _in_chain(exc, error):
-            if error_idx is not None:
-                dropped.add(error_idx)
-            error_idx = idx
-        else:
-            dropped.add(idx)
-    failed_calls = {cid for cid, exc in rec.failed_exits if error is not None and _in_chain(exc, error)}
-
-    ids: list[str | None] = []
-    k = 0
-    for i in range(len(rec.nodes)):
-        if i in dropped:
-            ids.append(None)
-        else:
-            ids.append(node_id_for(k))
-            k += 1
-    nodes: list[Node] = []
-    new_node = fast_factory(Node)
-    for i, r in enumerate(rec.nodes):
-        nid = ids[i]
-        if nid is None:
-            continue
-        args = tuple([(a, v if type(v) is str else format_arg(v, ids)) for a, v in r.args]) if r.args else ()
-        nodes.append(new_node({"id": nid, "kind": r.kind, "name": r.name, "parent": r.parent,
-                               "error": r.error if i == error_idx else None, "args": args, "source": r.source,
-                               "params": tuple(r.params), "outputs": tuple(r.outputs)}))
-    new_edge = fast_factory(Edge)
-    edges = [new_edge({"src": ids[s], "dst": ids[d], "tensor": f"{ids[s]}/{o}", "meta": m, "dst_arg": a})
-             for s, o, d, m, a in rec.edges if ids[s] is not None and ids[d] is not None]
+    """Freeze what was recorded into a Graph (nodes and edges are already final; calls and the error here)."""
+    failed_calls: set[str] = set()
     err_info = None
     if error is not None:
+        # the op whose exception escaped (ops that raised and were caught by the model leave no node)
+        error_node = rec.failed_node(error)
+        failed_calls = {cid for cid, exc in rec.failed_exits if _in_chain(exc, error)}
+        if error_node is not None:
+            failed_calls.update(_ancestors(rec, rec.nodes[-1].parent))
         err_info = ErrorInfo(
             type=type(error).__name__, message=str(error),
             traceback="".join(traceback.format_exception(type(error), error, error.__traceback__)),
-            node=ids[error_idx] if error_idx is not None else None,
+            node=error_node,
         )
-        if error_idx is not None:
-            failed_calls.update(_ancestors(rec, rec.nodes[error_idx].parent))
-    graph = Graph(nodes=tuple(nodes), edges=tuple(edges), module_calls=tuple(rec.build_calls(failed_calls)),
-                  model_name=model_name, error=err_info,
-                  versions=(("torch", torch.__version__), ("torchvista_dash", __version__)))
-    return graph
+    return Graph(nodes=tuple(rec.nodes), edges=tuple(rec.edges), module_calls=tuple(rec.build_calls(failed_calls)),
+                 model_name=model_name, error=err_info,
+                 versions=(("torch", torch.__version__), ("torchvista_dash", __version__)))
 
 
 def _ancestors(rec: Recorder, cid: str | None) -> list[str]:

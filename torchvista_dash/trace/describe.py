@@ -18,16 +18,6 @@ _DTYPES: dict[torch.dtype, str] = {}
 _SCALAR_TYPES = (bool, int, float, type(None))
 
 
-class SizeRef:
-    """A torch.Size argument that came from ``tensor.shape``/``.size()``: its text and the tensor's node."""
-
-    __slots__ = ("text", "node")
-
-    def __init__(self, text: str, node: int) -> None:
-        self.text = text
-        self.node = node
-
-
 def func_name(func: Any) -> str:
     """``linear``, ``__add__``, ``T`` (for the ``Tensor.T`` getter): cached per function object."""
     try:
@@ -53,32 +43,32 @@ def dtype_name(dt: torch.dtype) -> str:
         return s
 
 
-def _clip(s: str) -> str:
+def clip(s: str) -> str:
     return s if len(s) <= MAX_REPR else s[: MAX_REPR - 3] + "..."
 
 
-def short_repr(a: Any, sizes: dict[int, tuple[Any, int]]) -> Any:
+def short_repr(a: Any, sizes: dict[int, tuple[Any, str]]) -> str:
     """A short text for a non-tensor argument; never contains a memory address."""
     t = type(a)
     if t in _SCALAR_TYPES:
         return repr(a)
     if t is str:
-        return _clip(repr(a))
+        return clip(repr(a))
     if t is torch.Size:
         e = sizes.get(id(a))
         if e is not None and e[0] is a:
-            return SizeRef(repr(tuple(a)), e[1])
+            return f"{tuple(a)!r} (shape of {e[1]})"
         return repr(tuple(a))
     if t in (tuple, list):
         if all(type(x) in _SCALAR_TYPES for x in a):
-            return _clip(repr(a))
-        return _clip(("(" if t is tuple else "[") + ", ".join(_plain(x) for x in a) + (")" if t is tuple else "]"))
+            return clip(repr(a))
+        return clip(("(" if t is tuple else "[") + ", ".join(_plain(x) for x in a) + (")" if t is tuple else "]"))
     return _plain(a)
 
 
 def _plain(a: Any) -> str:
     if type(a) in _SCALAR_TYPES or type(a) is str:
-        return _clip(repr(a))
+        return clip(repr(a))
     if isinstance(a, torch.dtype):
         return dtype_name(a)
     if isinstance(a, (torch.device, torch.memory_format, torch.layout)):
@@ -90,38 +80,15 @@ def _plain(a: Any) -> str:
     if isinstance(a, torch.Size):
         return repr(tuple(a))
     if isinstance(a, (tuple, list)) and all(type(x) in _SCALAR_TYPES for x in a):
-        return _clip(repr(tuple(a)))
+        return clip(repr(tuple(a)))
     if callable(a):
         return getattr(a, "__name__", type(a).__name__)
     return type(a).__name__
 
 
-_META_TEXT: dict[TensorMeta, str] = {}
-
-
-def format_meta(m: TensorMeta) -> str:
-    """``Tensor[1x32 float32]`` (cached: TensorMetas are interned by the recorder, so few are distinct)."""
-    try:
-        return _META_TEXT[m]
-    except KeyError:
-        if len(_META_TEXT) > 50_000:
-            _META_TEXT.clear()
-        text = _META_TEXT[m] = f"Tensor[{'x'.join(str(s) for s in m.shape) or 'scalar'} {m.dtype}]"
-        return text
-
-
-def format_arg(value: Any, node_ids: list[str | None]) -> str:
-    """Final text of a recorded argument (tensors and size references are formatted only here)."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, TensorMeta):
-        return format_meta(value)
-    if isinstance(value, SizeRef):
-        src = node_ids[value.node]
-        return f"{value.text} (shape of {src})" if src else value.text
-    if isinstance(value, list):
-        return _clip("[" + ", ".join(format_arg(v, node_ids) for v in value) + "]")
-    return str(value)
+def meta_text(m: TensorMeta) -> str:
+    """``Tensor[1x32 float32]``: how a tensor argument reads in an op's details."""
+    return f"Tensor[{'x'.join(str(s) for s in m.shape) or 'scalar'} {m.dtype}]"
 
 
 def source_path(filename: str) -> str:

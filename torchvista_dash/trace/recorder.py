@@ -19,36 +19,15 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from ..graph import ModuleCall, ParamInfo, TensorMeta, call_id_for
-from .describe import (
-    IN_PLACE_NONE_RETURN,
-    dtype_name,
-    func_name,
-    short_repr,
-    source_path,
-)
+from ..graph import Edge, ModuleCall, Node, ParamInfo, TensorMeta, call_id_for
+from .describe import IN_PLACE_NONE_RETURN, clip, dtype_name, func_name, meta_text, short_repr, source_path
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _Tensor = torch.Tensor
 _SCALARS = (bool, int, float, type(None))
 _SEQS = (list, tuple)
-
-
-class NodeRec:
-    """A node while recording (mutable; frozen into ``graph.Node`` by ``finalize``)."""
-
-    __slots__ = ("kind", "name", "parent", "error", "args", "source", "params", "outputs")
-
-    def __init__(self, kind: str, name: str, parent: str | None, source: str | None = None) -> None:
-        self.kind = kind
-        self.name = name
-        self.parent = parent
-        self.error: str | None = None
-        self.args: list[tuple[str, Any]] = []
-        self.source = source
-        self.params: list[str] = []
-        self.outputs: list[TensorMeta] = []
+_IN_PLACE: dict[str, bool] = {}     # op name -> does it write into its first argument (add_, __iadd__)?
 
 
 class Recorder:
@@ -67,10 +46,10 @@ class Recorder:
                 self.subtree_params[prefix] = self.subtree_params.get(prefix, 0) + n
         for q, b in model.named_buffers():
             self.param_names.setdefault(id(b), q)
-        self.nodes: list[NodeRec] = []
-        # (src index, src output index, dst index, meta, dst_arg)
-        self.edges: list[tuple[int, int, int, TensorMeta, int]] = []
-        self.producer: dict[int, tuple[Any, int, int, TensorMeta]] = {}
+        self.nodes: list[Node] = []
+        self.edges: list[Edge] = []
+        # id(tensor) -> (weakref to it, node id, tensor name "n:i/k", meta, text): who holds its value now
+        self.producer: dict[int, tuple[Any, str, str, TensorMeta, str]] = {}
         self.calls: list[dict[str, Any]] = []
         self.stack: list[str] = []
         self.call_counts: dict[str, int] = {}
@@ -78,8 +57,8 @@ class Recorder:
         # would be dispatched through __torch_function__).
         self.module_info = {id(m): _module_info(m, self.subtree_params.get(q, 0)) for q, m in model.named_modules()}
         self.code_cache: dict[Any, str | None] = {}
-        self.sizes: dict[int, tuple[Any, int]] = {}
-        self.failed_ops: list[tuple[int, BaseException]] = []
+        self.sizes: dict[int, tuple[Any, str]] = {}
+        self.failed_ops: list[tuple[Any, ...]] = []
         self.failed_exits: list[tuple[str, BaseException]] = []
         self._call_index: dict[str, int] = {}
         self.busy = False
@@ -112,8 +91,11 @@ class Recorder:
 
     # ---- ops ---------------------------------------------------------------------------
     def source(self) -> str | None:
-        """file:line of the innermost frame outside torch and this package (cached per code object)."""
-        f = sys._getframe(2)
+        """file:line of the innermost frame outside torch and this package (cached per code object).
+
+        Called only from ``record``, itself called only from ``__torch_function__``: the walk starts above both.
+        """
+        f = sys._getframe(3)
         cache = self.code_cache
         while f is not None:
             code = f.f_code
@@ -129,111 +111,141 @@ class Recorder:
             f = f.f_back
         return None
 
-    def lookup(self, t: torch.Tensor, parent: str | None) -> tuple[int, int, TensorMeta]:
-        """The (node, output index, meta) currently holding ``t``; parameters/constants get a node on first use."""
+    def lookup(self, t: torch.Tensor, parent: str | None) -> tuple[str, str, TensorMeta, str]:
+        """(node id, tensor name, meta, text) of the value ``t`` holds now; parameters/constants get a node
+        on first use."""
         e = self.producer.get(id(t))
         if e is not None and e[0]() is t:
-            return e[1], e[2], e[3]
+            return e[1], e[2], e[3], e[4]
         q = self.param_names.get(id(t))
-        rec = NodeRec("parameter" if q is not None else "constant", q if q is not None else "constant", parent)
-        if q is not None:
-            rec.params.append(q)
-        meta = tensor_meta(t)
-        rec.outputs.append(meta)
-        idx = len(self.nodes)
-        self.nodes.append(rec)
-        self.producer[id(t)] = (weakref.ref(t), idx, 0, meta)
-        return idx, 0, meta
+        meta, text = tensor_meta(t)
+        nid = f"n:{len(self.nodes)}"
+        self.nodes.append(_new_node({
+            "id": nid, "kind": "constant" if q is None else "parameter", "name": "constant" if q is None else q,
+            "parent": parent, "error": None, "args": (), "source": None, "params": () if q is None else (q,),
+            "outputs": (meta,)}))
+        entry = (weakref.ref(t), nid, nid + "/0", meta, text)
+        self.producer[id(t)] = entry
+        return nid, entry[2], meta, text
 
     def add_input(self, name: str, t: torch.Tensor) -> None:
         """An input node; one tensor passed under several names is one node named ``a, b``."""
         e = self.producer.get(id(t))
-        if e is not None and e[0]() is t and self.nodes[e[1]].kind == "input":
-            self.nodes[e[1]].name += ", " + name
-            return
-        rec = NodeRec("input", name, None)
-        meta = tensor_meta(t)
-        rec.outputs.append(meta)
-        self.producer[id(t)] = (weakref.ref(t), len(self.nodes), 0, meta)
-        self.nodes.append(rec)
+        if e is not None and e[0]() is t:
+            idx = int(e[1][2:])
+            node = self.nodes[idx]
+            if node.kind == "input":
+                self.nodes[idx] = dataclasses.replace(node, name=f"{node.name}, {name}")
+                return
+        meta, text = tensor_meta(t)
+        nid = f"n:{len(self.nodes)}"
+        self.nodes.append(_new_node({"id": nid, "kind": "input", "name": name, "parent": None, "error": None,
+                                     "args": (), "source": None, "params": (), "outputs": (meta,)}))
+        self.producer[id(t)] = (weakref.ref(t), nid, nid + "/0", meta, text)
 
     def add_output(self, name: str, t: torch.Tensor) -> None:
-        src, out, meta = self.lookup(t, None)
-        rec = NodeRec("output", name, None)
-        rec.outputs.append(meta)
-        idx = len(self.nodes)
-        self.nodes.append(rec)
-        self.edges.append((src, out, idx, meta, 0))
+        src, tname, meta, _ = self.lookup(t, None)
+        nid = f"n:{len(self.nodes)}"
+        self.nodes.append(_new_node({"id": nid, "kind": "output", "name": name, "parent": None, "error": None,
+                                     "args": (), "source": None, "params": (), "outputs": (meta,)}))
+        self.edges.append(_new_edge({"src": src, "dst": nid, "tensor": tname, "meta": meta, "dst_arg": 0}))
 
     def record(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any,
                error: BaseException | None = None) -> None:
-        """One op node: its tensor inputs become edges, its tensor outputs are now produced by it."""
+        """One op node: its tensor inputs become edges, its tensor outputs are now produced by it.
+
+        Nodes and edges are built final right here (ids are sequential), so nothing is converted later.
+        An op that raised is kept aside: it becomes a node only if its exception ends the forward pass.
+        """
         name = func_name(func)
         stack = self.stack
         parent = stack[-1] if stack else None
-        rec = NodeRec("op", name, parent, self.source())
+        source = self.source()
         pnames = self.param_names
-        rargs = rec.args
+        sizes = self.sizes
+        rargs: list[tuple[str, str]] = []
+        params: list[str] = []
         inputs: list[int] = []       # ids of tensor inputs (to tell aliasing outputs from new ones)
-        pending: list[tuple[int, int, TensorMeta, int]] = []
+        pending: list[tuple[str, str, TensorMeta, int]] = []
         pos = 0
         for key, a in _items(args, kwargs):
             if isinstance(a, _Tensor):
-                src, o, meta = self.lookup(a, parent)
-                pending.append((src, o, meta, pos))
-                rargs.append((key, meta))
-                inputs.append(id(a))
-                if id(a) in pnames:
-                    rec.params.append(pnames[id(a)])
+                src, tname, meta, text = self.lookup(a, parent)
+                pending.append((src, tname, meta, pos))
+                rargs.append((key, text))
+                ia = id(a)
+                inputs.append(ia)
+                if ia in pnames:
+                    params.append(pnames[ia])
             elif type(a) in _SCALARS:
                 rargs.append((key, repr(a)))
             elif type(a) in _SEQS and a and any(isinstance(x, _Tensor) for x in a):
-                parts: list[Any] = []
+                parts: list[str] = []
                 for x in a:
                     if isinstance(x, _Tensor):
-                        src, o, meta = self.lookup(x, parent)
-                        pending.append((src, o, meta, pos))
-                        parts.append(meta)
-                        inputs.append(id(x))
-                        if id(x) in pnames:
-                            rec.params.append(pnames[id(x)])
+                        src, tname, meta, text = self.lookup(x, parent)
+                        pending.append((src, tname, meta, pos))
+                        parts.append(text)
+                        ix = id(x)
+                        inputs.append(ix)
+                        if ix in pnames:
+                            params.append(pnames[ix])
                     else:
-                        parts.append(short_repr(x, self.sizes))
-                rargs.append((key, parts))
+                        parts.append(short_repr(x, sizes))
+                rargs.append((key, clip("[" + ", ".join(parts) + "]")))
             else:
-                rargs.append((key, short_repr(a, self.sizes)))
+                rargs.append((key, short_repr(a, sizes)))
             pos += 1
-        idx = len(self.nodes)        # after its parameter/constant inputs: ids stay in topological order
-        self.nodes.append(rec)
-        edges = self.edges
-        for src, o, meta, p in pending:
-            edges.append((src, o, idx, meta, p))
         if error is not None:
-            rec.error = f"{type(error).__name__}: {error}"
-            self.failed_ops.append((idx, error))
+            self.failed_ops.append((name, parent, source, tuple(rargs), tuple(params), pending, error))
             return
-        in_place = (name[-1] == "_" and name[0] != "_") or name.startswith("__i") or "out" in kwargs
+        in_place = _IN_PLACE.get(name)
+        if in_place is None:
+            in_place = _IN_PLACE[name] = (name[-1] == "_" and name[0] != "_") or name.startswith("__i")
+        if "out" in kwargs:
+            in_place = True
         if out is None and name in IN_PLACE_NONE_RETURN and args and isinstance(args[0], _Tensor):
             out, in_place = args[0], True
-        if isinstance(out, _Tensor):
-            self._produce(rec, idx, 0, out, in_place, inputs)
-        else:
-            for i, t in enumerate(_flat_tensors(out)):
-                self._produce(rec, idx, i, t, in_place, inputs)
+        outs = (out,) if isinstance(out, _Tensor) else _flat_tensors(out)
+        nid = f"n:{len(self.nodes)}"     # after its parameter/constant inputs: ids stay in topological order
+        metas: list[TensorMeta] = []
+        producer = self.producer
+        for i, t in enumerate(outs):
+            meta, text = tensor_meta(t)
+            metas.append(meta)
+            key = id(t)
+            # An op that hands back one of its parameter inputs unchanged (p.to(same dtype)) does not take
+            # over the parameter: later users still connect to the parameter node. Activations chain through.
+            if not in_place and key in pnames and key in inputs:
+                continue
+            producer[key] = (weakref.ref(t), nid, f"{nid}/{i}", meta, text)
+        self.nodes.append(_new_node({"id": nid, "kind": "op", "name": name, "parent": parent, "error": None,
+                                     "args": tuple(rargs), "source": source, "params": tuple(params),
+                                     "outputs": tuple(metas)}))
+        edges = self.edges
+        for src, tname, meta, p in pending:
+            edges.append(_new_edge({"src": src, "dst": nid, "tensor": tname, "meta": meta, "dst_arg": p}))
 
-    def _produce(self, rec: NodeRec, idx: int, i: int, t: torch.Tensor, in_place: bool, inputs: list[int]) -> None:
-        meta = tensor_meta(t)
-        rec.outputs.append(meta)
-        key = id(t)
-        # An op that hands back one of its (parameter) inputs unchanged (p.to(same dtype)) does not take over
-        # the parameter: later users still connect to the parameter node. Activations chain through it.
-        if not in_place and key in self.param_names and key in inputs:
-            return
-        self.producer[key] = (weakref.ref(t), idx, i, meta)
+    def failed_node(self, error: BaseException) -> str | None:
+        """Add the node of the op whose exception ended the forward pass (if an op raised it); its id."""
+        chosen = None
+        for f in self.failed_ops:
+            if _in_chain(f[-1], error):
+                chosen = f
+        if chosen is None:
+            return None
+        name, parent, source, rargs, params, pending, exc = chosen
+        nid = f"n:{len(self.nodes)}"
+        self.nodes.append(_new_node({"id": nid, "kind": "op", "name": name, "parent": parent,
+                                     "error": f"{type(exc).__name__}: {exc}", "args": rargs, "source": source,
+                                     "params": params, "outputs": ()}))
+        for src, tname, meta, p in pending:
+            self.edges.append(_new_edge({"src": src, "dst": nid, "tensor": tname, "meta": meta, "dst_arg": p}))
+        return nid
 
     def note_size(self, args: tuple[Any, ...], out: Any) -> None:
         """Remember where a torch.Size came from so the op that uses it can say so in its details."""
-        if type(out) is torch.Size and args and isinstance(args[0], _Tensor):
+        if args and isinstance(args[0], _Tensor):
             e = self.producer.get(id(args[0]))
             if e is not None and e[0]() is args[0]:
                 self.sizes[id(out)] = (out, e[1])
@@ -312,20 +324,31 @@ def _flat_tensors(obj: Any) -> list[torch.Tensor]:
     return []
 
 
-_METAS: dict[tuple[Any, ...], TensorMeta] = {}
+_METAS: dict[tuple[Any, ...], tuple[TensorMeta, str]] = {}
 
 
-def tensor_meta(t: torch.Tensor) -> TensorMeta:
-    """The (shared, immutable) TensorMeta of ``t``; interned because most shapes repeat."""
+def tensor_meta(t: torch.Tensor) -> tuple[TensorMeta, str]:
+    """The (shared, immutable) TensorMeta of ``t`` and its text; interned because most shapes repeat."""
     key = (tuple(t.shape), t.dtype, t.device)
     m = _METAS.get(key)
     if m is None:
         if len(_METAS) > 50_000:
             _METAS.clear()
         dt = key[1]
-        m = _METAS[key] = TensorMeta(shape=key[0], dtype=dtype_name(dt), device=str(key[2]),
-                                     nbytes=t.numel() * dt.itemsize)
+        meta = TensorMeta(shape=key[0], dtype=dtype_name(dt), device=str(key[2]), nbytes=t.numel() * dt.itemsize)
+        m = _METAS[key] = (meta, meta_text(meta))
     return m
+
+
+def _in_chain(target: BaseException, exc: BaseException | None) -> bool:
+    """Is ``target`` the exception ``exc`` or one it was raised from / while handling?"""
+    seen = 0
+    while exc is not None and seen < 50:
+        if exc is target:
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False
 
 
 def _module_info(m: torch.nn.Module, num_params: int) -> tuple[Any, ...]:
@@ -384,3 +407,5 @@ def fast_factory(cls: type) -> Any:
 
 
 _new_param = fast_factory(ParamInfo)
+_new_node = fast_factory(Node)
+_new_edge = fast_factory(Edge)
