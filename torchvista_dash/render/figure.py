@@ -26,6 +26,7 @@ and no edge labels; the shapes stay in every box's hover (``details=True`` force
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -153,6 +154,19 @@ def _initial_ranges(graph: Graph, vg: VisibleGraph, layout: Layout, bounds: Box)
     return [round(v, 1) for v in xr], [round(v, 1) for v in yr]
 
 
+@dataclass(frozen=True)
+class _Style:
+    """What every trace builder needs to know about this figure."""
+
+    th: Theme
+    gl: bool
+    font_px: float
+    small_px: float
+    header_px: float
+    labels: bool
+    details: bool
+
+
 def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "light", *,
                 highlight: str | None = None, webgl: bool = False, details: bool | None = None,
                 labels: bool | None = None, uirevision: Any = UIREVISION) -> go.Figure:
@@ -167,159 +181,24 @@ def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "li
     """
     th: Theme = get_theme(theme)
     _check(vg, layout, highlight)
-    hov = HoverIndex(graph, vg)
     bounds = _bounds(layout)
     xr, yr = _initial_ranges(graph, vg, layout, bounds)
     shown = (xr[0] + PAD, yr[0] + PAD, xr[1] - PAD, yr[1] - PAD)
     font_px = label_px(shown)
-    if labels is None:
-        labels = LABEL_PT * fit_scale(shown) >= LABELS_MIN_FIT_PX
-    small_px = round(max(6.0, font_px * 0.82), 1)
-    if details is None:
-        details = len(vg.nodes) <= DETAIL_LIMIT
+    st = _Style(
+        th=th, gl=webgl, font_px=font_px, small_px=round(max(6.0, font_px * 0.82), 1),
+        header_px=round(font_px * 10 / 11, 1),   # the layout reserves cluster headers for a 10 pt font
+        labels=LABEL_PT * fit_scale(shown) >= LABELS_MIN_FIT_PX if labels is None else labels,
+        details=len(vg.nodes) <= DETAIL_LIMIT if details is None else details,
+    )
     notes = list(vg.notes)
-    if not details:
+    if not st.details:
         notes.append(f"{len(vg.nodes):,} boxes: shapes are in the hover (edge labels are drawn up to "
                      f"{DETAIL_LIMIT} boxes)")
-    header_px = round(font_px * 10 / 11, 1)   # the layout reserves cluster headers for a 10 pt font
-    traces: list[dict[str, Any]] = []
-
-    # ---- clusters: one fill trace per depth (outer first), failed outlines on top ----------
-    depths = _cluster_depths(vg)
-    by_depth: dict[int, tuple[list, list]] = {}
-    fxs: list = []
-    fys: list = []
-    for cl in sorted(vg.clusters, key=lambda c: depths[c.id]):
-        d = min(depths[cl.id], MAX_CLUSTER_DEPTH_TRACES - 1)
-        xs, ys = by_depth.setdefault(d, ([], []))
-        pts = shapes.rounded_box(layout.clusters[cl.id], CLUSTER_RADIUS)
-        shapes.append_path(xs, ys, pts, close=True)
-        if cl.failed:
-            shapes.append_path(fxs, fys, pts, close=True)
-    for d in sorted(by_depth):
-        xs, ys = by_depth[d]
-        traces.append(_path_trace(f"clusters:depth{d}", xs, ys, fill=th.cluster_fill, line=th.cluster_line,
-                                  width=1.0, gl=webgl))
-    if fxs:
-        traces.append(_path_trace("clusters:failed", fxs, fys, fill=None, line=th.failed_line, width=2.0, gl=webgl))
-
-    # ---- edges, arrowheads -----------------------------------------------------------------
-    kind_of = {n.id: n.kind for n in vg.nodes}
-    exs: dict[str, tuple[list, list]] = {"edges": ([], []), "edges:params": ([], [])}
-    axs: list = []
-    ays: list = []
-    lx: list = []
-    ly: list = []
-    lt: list = []
-    for e in layout.edges:
-        style = "edges:params" if kind_of.get(e.src) in ("parameter", "constant") else "edges"
-        shapes.append_path(*exs[style], e.points, close=False)
-        head = shapes.arrowhead(e.points)
-        if head:
-            shapes.append_path(axs, ays, head, close=True)
-        if details and e.label and e.label_pos is not None:
-            lx.append(round(e.label_pos[0], 1))
-            ly.append(round(e.label_pos[1], 1))
-            lt.append(esc(e.label))
-    for name, (xs, ys) in exs.items():
-        if xs:
-            traces.append(_path_trace(name, xs, ys, fill=None, line=th.edge, width=1.2,
-                                      dash="dot" if name == "edges:params" else None, gl=webgl))
-    if axs:
-        traces.append(_path_trace("arrowheads", axs, ays, fill=th.edge, line=th.edge, width=0.5, gl=webgl))
-
-    # ---- node boxes: one filled trace per (kind, failed) ------------------------------------
-    groups: dict[tuple[str, bool], tuple[list, list]] = {}
-    ixs: list = []
-    iys: list = []
-    for vn in vg.nodes:
-        box = layout.nodes[vn.id]
-        shape = SHAPES.get(vn.kind, "rect")
-        shapes.append_path(*groups.setdefault((vn.kind, vn.failed), ([], [])), shapes.outline(shape, box), close=True)
-        if shape == "double":
-            shapes.append_path(ixs, iys, shapes.outline("rect", shapes.inset(box)), close=True)
-    for (kind, failed), (xs, ys) in sorted(groups.items()):
-        ks = kind_style(th, kind, failed)
-        width = 1.8 if kind in ("module", "folded") or failed else 1.0
-        traces.append(_path_trace(f"nodes:{kind}{':failed' if failed else ''}", xs, ys, fill=ks.fill,
-                                  line=ks.line, width=width, gl=webgl))
-    if ixs:
-        traces.append(_path_trace("nodes:folded-inner", ixs, iys, fill=None, line=kind_style(th, "folded").line,
-                                  width=1.0, gl=webgl))
-
-    if highlight is not None:
-        box = layout.nodes.get(highlight) or layout.clusters[highlight]
-        hx: list = []
-        hy: list = []
-        grown = (box[0] - 3, box[1] - 3, box[2] + 3, box[3] + 3)
-        shapes.append_path(hx, hy, shapes.rounded_box(grown, 6.0), close=True)
-        traces.append(_path_trace("highlight", hx, hy, fill=None, line=th.highlight, width=3.5, gl=webgl))
-
-    # ---- labels: one text trace, also the hover/click target of every box ------------------
-    nx: list = []
-    ny: list = []
-    ntext: list = []
-    ncolor: list = []
-    nhover: list = []
-    nids: list = []
-    for vn in vg.nodes:
-        x0, y0, x1, y1 = layout.nodes[vn.id]
-        nx.append(round((x0 + x1) / 2, 1))
-        ny.append(round((y0 + y1) / 2, 1))
-        ntext.append(_node_label(vn, small_px, details))
-        ncolor.append(kind_style(th, vn.kind, vn.failed).text)
-        nhover.append(hov.node_text(vn))
-        nids.append(vn.id)
-    if nids:
-        traces.append({
-            "type": "scatter", "name": "nodes:labels", "x": nx, "y": ny, "mode": "text" if labels else "markers",
-            "text": ntext, "marker": {"size": 10, "opacity": 0},
-            "textposition": "middle center", "textfont": {"size": font_px, "color": ncolor},
-            "hovertext": nhover, "hoverinfo": "text", "customdata": nids, "showlegend": False,
-        })
-
-    # ---- cluster headers (text) and ⊖ toggles (markers): both clickable ---------------------
-    if vg.clusters:
-        tx: list = []
-        ty: list = []
-        hx2: list = []
-        htext: list = []
-        hhover: list = []
-        hcolor: list = []
-        cids: list = []
-        for cl in vg.clusters:
-            x0, _, x1, y1 = layout.clusters[cl.id]
-            y = round(y1 - HEADER_OFFSET, 1)
-            tx.append(round(x0 + TOGGLE_INSET, 1))
-            ty.append(y)
-            hx2.append(round(x0 + 2 * TOGGLE_INSET + 1, 1))
-            htext.append(f"<b>{esc(cl.label)}</b>")
-            hhover.append(hov.cluster_text(cl))
-            hcolor.append(th.failed_line if cl.failed else th.font)
-            cids.append(cl.id)
-        traces.append({
-            "type": "scatter", "name": "clusters:headers", "x": hx2, "y": ty,
-            "mode": "text" if labels else "markers", "text": htext, "marker": {"size": 10, "opacity": 0},
-            "textposition": "middle right", "textfont": {"size": header_px, "color": hcolor},
-            "hovertext": hhover, "hoverinfo": "text", "customdata": cids, "showlegend": False,
-        })
-        traces.append({
-            "type": "scatter", "name": "clusters:toggles", "x": tx, "y": ty, "mode": "markers+text",
-            "text": [CLOSE_MARK] * len(cids), "textposition": "middle center",
-            "textfont": {"size": header_px + 2, "color": hcolor},
-            "marker": {"symbol": "square", "size": header_px + 6, "color": th.paper,
-                       "line": {"color": th.cluster_line, "width": 1}},
-            "hovertext": [f"collapse {esc(c.label)}" for c in vg.clusters], "hoverinfo": "text",
-            "customdata": cids, "showlegend": False,
-        })
-
-    if lt:
-        traces.append({
-            "type": "scatter", "name": "edges:labels", "x": lx, "y": ly, "mode": "text", "text": lt,
-            "visible": bool(labels),
-            "textposition": "middle center", "textfont": {"size": small_px, "color": th.muted},
-            "hoverinfo": "skip", "showlegend": False,
-        })
+    hov = HoverIndex(graph, vg)
+    edges, edge_labels = _edge_traces(vg, layout, st)
+    traces = (_cluster_traces(vg, layout, st) + edges + _node_traces(vg, layout, st, highlight)
+              + _label_traces(vg, layout, st, hov) + edge_labels)
 
     fig_layout: dict[str, Any] = {
         "template": th.template, "showlegend": False, "hovermode": "closest", "dragmode": "pan",
@@ -329,9 +208,9 @@ def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "li
         "yaxis": {"range": yr, "visible": False, "showgrid": False, "zeroline": False,
                   "scaleanchor": "x", "scaleratio": 1},
         "meta": {"torchvista_dash": {"bounds": [round(v, 1) for v in bounds], "label_px": font_px,
-                                     "details": details, "labels": labels, "notes": notes}},
+                                     "details": st.details, "labels": st.labels, "notes": notes}},
     }
-    if not labels:
+    if not st.labels:
         fig_layout["updatemenus"] = [_labels_button(traces, th)]
     if notes:
         fig_layout["annotations"] = [{
@@ -339,6 +218,132 @@ def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "li
             "xanchor": "left", "yanchor": "top", "showarrow": False, "font": {"size": 11, "color": th.muted},
         }]
     return go.Figure(data=traces, layout=fig_layout)
+
+
+def _cluster_traces(vg: VisibleGraph, layout: Layout, st: _Style) -> list[dict[str, Any]]:
+    """One fill trace per nesting depth (outer first, so inner clusters draw on top), failed outlines last."""
+    th = st.th
+    depths = _cluster_depths(vg)
+    by_depth: dict[int, tuple[list, list]] = {}
+    fxs: list = []
+    fys: list = []
+    for cl in sorted(vg.clusters, key=lambda c: depths[c.id]):
+        d = min(depths[cl.id], MAX_CLUSTER_DEPTH_TRACES - 1)
+        pts = shapes.rounded_box(layout.clusters[cl.id], CLUSTER_RADIUS)
+        shapes.append_path(*by_depth.setdefault(d, ([], [])), pts, close=True)
+        if cl.failed:
+            shapes.append_path(fxs, fys, pts, close=True)
+    out = [_path_trace(f"clusters:depth{d}", *by_depth[d], fill=th.cluster_fill, line=th.cluster_line,
+                       width=1.0, gl=st.gl) for d in sorted(by_depth)]
+    if fxs:
+        out.append(_path_trace("clusters:failed", fxs, fys, fill=None, line=th.failed_line, width=2.0, gl=st.gl))
+    return out
+
+
+def _edge_traces(vg: VisibleGraph, layout: Layout, st: _Style) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(edge lines + arrowheads, edge label text trace): the labels go on top of everything else."""
+    th = st.th
+    kind_of = {n.id: n.kind for n in vg.nodes}
+    lines: dict[str, tuple[list, list]] = {"edges": ([], []), "edges:params": ([], [])}
+    axs: list = []
+    ays: list = []
+    lx: list = []
+    ly: list = []
+    lt: list = []
+    for e in layout.edges:
+        style = "edges:params" if kind_of.get(e.src) in ("parameter", "constant") else "edges"
+        shapes.append_path(*lines[style], e.points, close=False)
+        head = shapes.arrowhead(e.points)
+        if head:
+            shapes.append_path(axs, ays, head, close=True)
+        if st.details and e.label and e.label_pos is not None:
+            lx.append(round(e.label_pos[0], 1))
+            ly.append(round(e.label_pos[1], 1))
+            lt.append(esc(e.label))
+    out = [_path_trace(name, xs, ys, fill=None, line=th.edge, width=1.2,
+                       dash="dot" if name == "edges:params" else None, gl=st.gl)
+           for name, (xs, ys) in lines.items() if xs]
+    if axs:
+        out.append(_path_trace("arrowheads", axs, ays, fill=th.edge, line=th.edge, width=0.5, gl=st.gl))
+    labels = [{
+        "type": "scatter", "name": "edges:labels", "x": lx, "y": ly, "mode": "text", "text": lt,
+        "visible": st.labels, "textposition": "middle center",
+        "textfont": {"size": st.small_px, "color": th.muted}, "hoverinfo": "skip", "showlegend": False,
+    }] if lt else []
+    return out, labels
+
+
+def _node_traces(vg: VisibleGraph, layout: Layout, st: _Style, highlight: str | None) -> list[dict[str, Any]]:
+    """One filled trace per (kind, failed) style, the folded groups' inner border, the highlight outline."""
+    groups: dict[tuple[str, bool], tuple[list, list]] = {}
+    ixs: list = []
+    iys: list = []
+    for vn in vg.nodes:
+        box = layout.nodes[vn.id]
+        shape = SHAPES.get(vn.kind, "rect")
+        shapes.append_path(*groups.setdefault((vn.kind, vn.failed), ([], [])), shapes.outline(shape, box), close=True)
+        if shape == "double":
+            shapes.append_path(ixs, iys, shapes.outline("rect", shapes.inset(box)), close=True)
+    out = []
+    for (kind, failed), (xs, ys) in sorted(groups.items()):
+        ks = kind_style(st.th, kind, failed)
+        width = 1.8 if kind in ("module", "folded") or failed else 1.0
+        out.append(_path_trace(f"nodes:{kind}{':failed' if failed else ''}", xs, ys, fill=ks.fill,
+                               line=ks.line, width=width, gl=st.gl))
+    if ixs:
+        out.append(_path_trace("nodes:folded-inner", ixs, iys, fill=None, line=kind_style(st.th, "folded").line,
+                               width=1.0, gl=st.gl))
+    if highlight is not None:
+        box = layout.nodes.get(highlight) or layout.clusters[highlight]
+        hx: list = []
+        hy: list = []
+        shapes.append_path(hx, hy, shapes.rounded_box((box[0] - 3, box[1] - 3, box[2] + 3, box[3] + 3), 6.0),
+                           close=True)
+        out.append(_path_trace("highlight", hx, hy, fill=None, line=st.th.highlight, width=3.5, gl=st.gl))
+    return out
+
+
+def _label_traces(vg: VisibleGraph, layout: Layout, st: _Style, hov: HoverIndex) -> list[dict[str, Any]]:
+    """Node labels (also every box's hover/click point), cluster headers and ⊖ toggles (clickable)."""
+    th = st.th
+    mode = "text" if st.labels else "markers"     # hidden labels keep invisible points for hover and clicks
+    invisible = {"size": 10, "opacity": 0}
+    out: list[dict[str, Any]] = []
+    if vg.nodes:
+        centres = [layout.nodes[vn.id] for vn in vg.nodes]
+        out.append({
+            "type": "scatter", "name": "nodes:labels", "mode": mode, "marker": invisible,
+            "x": [round((b[0] + b[2]) / 2, 1) for b in centres], "y": [round((b[1] + b[3]) / 2, 1) for b in centres],
+            "text": [_node_label(vn, st.small_px, st.details) for vn in vg.nodes],
+            "textposition": "middle center",
+            "textfont": {"size": st.font_px, "color": [kind_style(th, vn.kind, vn.failed).text for vn in vg.nodes]},
+            "hovertext": [hov.node_text(vn) for vn in vg.nodes], "hoverinfo": "text",
+            "customdata": [vn.id for vn in vg.nodes], "showlegend": False,
+        })
+    if vg.clusters:
+        boxes = [layout.clusters[cl.id] for cl in vg.clusters]
+        ys = [round(b[3] - HEADER_OFFSET, 1) for b in boxes]
+        colours = [th.failed_line if cl.failed else th.font for cl in vg.clusters]
+        ids = [cl.id for cl in vg.clusters]
+        out.append({
+            "type": "scatter", "name": "clusters:headers", "mode": mode, "marker": invisible,
+            "x": [round(b[0] + 2 * TOGGLE_INSET + 1, 1) for b in boxes], "y": ys,
+            "text": [f"<b>{esc(cl.label)}</b>" for cl in vg.clusters], "textposition": "middle right",
+            "textfont": {"size": st.header_px, "color": colours},
+            "hovertext": [hov.cluster_text(cl) for cl in vg.clusters], "hoverinfo": "text",
+            "customdata": ids, "showlegend": False,
+        })
+        out.append({
+            "type": "scatter", "name": "clusters:toggles", "mode": "markers+text",
+            "x": [round(b[0] + TOGGLE_INSET, 1) for b in boxes], "y": ys,
+            "text": [CLOSE_MARK] * len(ids), "textposition": "middle center",
+            "textfont": {"size": st.header_px + 2, "color": colours},
+            "marker": {"symbol": "square", "size": st.header_px + 6, "color": th.paper,
+                       "line": {"color": th.cluster_line, "width": 1}},
+            "hovertext": [f"collapse {esc(c.label)}" for c in vg.clusters], "hoverinfo": "text",
+            "customdata": ids, "showlegend": False,
+        })
+    return out
 
 
 def _labels_button(traces: list[dict[str, Any]], th: Theme) -> dict[str, Any]:
