@@ -121,3 +121,10 @@ def test_empty_view_renders(dot_binary, tmp_path):
     empty = dataclasses.replace(vg, nodes=(), edges=(), clusters=())
     lay = Layout(nodes={}, clusters={}, parent={}, edges=(), width=0.0, height=0.0)
     assert svg_texts(render_static(g, empty, lay, tmp_path / "empty.svg", "svg")) == []
+
+
+def test_html_takes_drawing_options_and_rejects_unknown_ones(tiny, tmp_path):
+    text = tiny.to_html(tmp_path / "hl.html", depth=1, highlight="mod:head", labels=False).read_text(encoding="utf-8")
+    assert '"name":"highlight"' in text and '"updatemenus"' in text
+    with pytest.raises(TypeError, match="colour"):
+        tiny.export(tmp_path / "x.html", colour="red")

@@ -42,7 +42,8 @@ def _split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, A
     """Figure options → (view options for Trace.view, drawing options)."""
     view = dict(options)
     draw = {"theme": view.pop("theme", "light"), "rankdir": view.pop("rankdir", "TB"),
-            "highlight": view.pop("highlight", None)}
+            "highlight": view.pop("highlight", None), "labels": view.pop("labels", None),
+            "details": view.pop("details", None)}
     return view, draw
 
 
@@ -50,7 +51,8 @@ def export(trace: Trace, path: str | Path, fmt: str | None = None, **figure_opti
     """Write ``trace`` to ``path`` as html, svg, png, pdf or json (from the extension unless ``fmt`` is given).
 
     ``figure_options`` are those of ``Trace.figure`` (depth, expanded, theme, rankdir, fold_repeats,
-    show_params, ...); JSON is the whole trace, so it ignores them.
+    show_params, ...) plus make_figure's ``highlight``, ``labels`` and ``details`` (HTML only: static
+    images always draw every label). JSON is the whole trace, so it ignores them.
     """
     path = Path(path)
     kind = resolve_format(path, fmt)
@@ -64,7 +66,8 @@ def export(trace: Trace, path: str | Path, fmt: str | None = None, **figure_opti
     lay = trace.layout(vg, rankdir=draw["rankdir"])
     if kind in STATIC_FORMATS:
         return render_static(trace.graph, vg, lay, path, kind, draw["theme"], highlight=draw["highlight"])
-    fig = make_figure(trace.graph, vg, lay, draw["theme"], highlight=draw["highlight"])
+    fig = make_figure(trace.graph, vg, lay, draw["theme"], highlight=draw["highlight"], labels=draw["labels"],
+                      details=draw["details"])
     page = fig.to_html(include_plotlyjs=True, full_html=True, config=SCROLL_CONFIG, div_id=HTML_DIV_ID,
                        default_width="100%", default_height="100vh")
     title = html.escape(trace.graph.model_name or "model") + " — torchvista_dash"
