@@ -61,7 +61,6 @@ class Recorder:
         self.failed_ops: list[tuple[Any, ...]] = []
         self.failed_exits: list[tuple[str, BaseException]] = []
         self._call_index: dict[str, int] = {}
-        self.busy = False
         # Module hooks are process-wide: only calls made by the tracing thread belong to this trace.
         self.thread = threading.get_ident()
 
@@ -273,44 +272,39 @@ class RecordingMode(TorchFunctionMode):
 
     def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
+        # While this runs, torch has popped the mode: torch calls made inside ``func`` (F.gelu calling
+        # torch's gelu, Tensor.split calling narrow) do not come back here, so only the outermost is recorded.
         if kwargs is None:
             kwargs = {}
         rec = self.rec
-        if rec.busy:                        # a torch call made while handling another one: not a node
-            return func(*args, **kwargs)
-        rec.busy = True
         try:
-            try:
-                out = func(*args, **kwargs)
-            except Exception as exc:
-                rec.record(func, args, kwargs, None, error=exc)
-                raise
-            if isinstance(out, _Tensor):
+            out = func(*args, **kwargs)
+        except Exception as exc:
+            rec.record(func, args, kwargs, None, error=exc)
+            raise
+        if isinstance(out, _Tensor):
+            rec.record(func, args, kwargs, out)
+        elif out is None:
+            if args and isinstance(args[0], _Tensor) and func_name(func) in IN_PLACE_NONE_RETURN:
                 rec.record(func, args, kwargs, out)
-            elif out is None:
-                if args and isinstance(args[0], _Tensor) and func_name(func) in IN_PLACE_NONE_RETURN:
-                    rec.record(func, args, kwargs, out)
-            elif type(out) is torch.Size:
-                rec.note_size(args, out)
-            elif isinstance(out, _SEQS) and _flat_tensors(out):
-                rec.record(func, args, kwargs, out)
-            return out
-        finally:
-            rec.busy = False
+        elif type(out) is torch.Size:
+            rec.note_size(args, out)
+        elif isinstance(out, _SEQS) and _flat_tensors(out):
+            rec.record(func, args, kwargs, out)
+        return out
 
 
 # ---- helpers --------------------------------------------------------------------------------------
-_POS = tuple(str(i) for i in range(64))
+_POS = tuple(str(i) for i in range(256))
 
 
-def _items(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[tuple[str, Any]]:
-    if len(args) <= 64:
-        items = list(zip(_POS, args, strict=False))
-    else:
-        items = [(str(i), a) for i, a in enumerate(args)]
+def _items(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """(name, value) for every argument: positional ones named "0", "1", ..., then the keywords."""
+    if len(args) > len(_POS):
+        return [*((str(i), a) for i, a in enumerate(args)), *kwargs.items()]
     if kwargs:
-        items.extend(kwargs.items())
-    return items
+        return [*zip(_POS, args), *kwargs.items()]  # noqa: B905 - _POS is longer than args (checked above)
+    return zip(_POS, args)  # noqa: B905
 
 
 def _flat_tensors(obj: Any) -> list[torch.Tensor]:
