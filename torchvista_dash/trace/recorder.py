@@ -56,7 +56,7 @@ class Recorder:
         # Static facts about each module, read here, outside the function mode (inside it every .shape
         # would be dispatched through __torch_function__).
         self.module_info = {id(m): _module_info(m, self.subtree_params.get(q, 0)) for q, m in model.named_modules()}
-        self.code_cache: dict[Any, str | None] = {}
+        self.code_cache: dict[int, tuple[Any, str | None]] = {}
         self.sizes: dict[int, tuple[Any, str]] = {}
         self.failed_ops: list[tuple[Any, ...]] = []
         self.failed_exits: list[tuple[str, BaseException]] = []
@@ -98,15 +98,14 @@ class Recorder:
         cache = self.code_cache
         while f is not None:
             code = f.f_code
-            try:
-                where = cache[code]
-            except KeyError:
+            e = cache.get(id(code))        # by id: hashing a code object hashes its bytecode and constants
+            if e is None or e[0] is not code:
                 fn = code.co_filename
                 where = None if (fn.startswith(_TORCH_DIR) or fn.startswith(_PKG_DIR) or fn.startswith("<frozen")) \
                     else source_path(fn)
-                cache[code] = where
-            if where is not None:
-                return f"{where}:{f.f_lineno}"
+                e = cache[id(code)] = (code, where)
+            if e[1] is not None:
+                return f"{e[1]}:{f.f_lineno}"
             f = f.f_back
         return None
 
