@@ -240,7 +240,7 @@ def test_labels_start_hidden_only_when_too_zoomed_out_to_read():
     g, vg, lay = grid_case(300, cols=2)                   # 150 rows: ~0.06 px per point at the fit
     fig = make_figure(g, vg, lay)
     assert fig.layout.meta["torchvista_dash"]["labels"] is False
-    assert by_name(fig, "nodes:labels").mode == "markers" and by_name(fig, "nodes:labels").marker.opacity == 0
+    assert by_name(fig, "nodes:labels").mode == "none"                  # no SVG element per point
     assert list(by_name(fig, "nodes:labels").customdata) == [n.id for n in vg.nodes]   # still hover/click targets
     (menu,) = fig.layout.updatemenus
     show = menu.buttons[0].args

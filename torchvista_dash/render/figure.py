@@ -306,7 +306,7 @@ def _node_traces(vg: VisibleGraph, layout: Layout, st: _Style, highlight: str | 
 def _label_traces(vg: VisibleGraph, layout: Layout, st: _Style, hov: HoverIndex) -> list[dict[str, Any]]:
     """Node labels (also every box's hover/click point), cluster headers and ⊖ toggles (clickable)."""
     th = st.th
-    mode = "text" if st.labels else "markers"     # hidden labels keep invisible points for hover and clicks
+    mode = "text" if st.labels else "none"     # hidden: no SVG element per point; hover and clicks still work
     invisible = {"size": 10, "opacity": 0}
     out: list[dict[str, Any]] = []
     if vg.nodes:
@@ -351,7 +351,7 @@ def _labels_button(traces: list[dict[str, Any]], th: Theme) -> dict[str, Any]:
     text_idx = [i for i, t in enumerate(traces) if t["name"] in ("nodes:labels", "clusters:headers")]
     edge_idx = [i for i, t in enumerate(traces) if t["name"] == "edges:labels"]
     show = [{"mode": "text", "visible": True}, text_idx + edge_idx]
-    hide = [{"mode": ["markers"] * len(text_idx) + ["text"] * len(edge_idx),
+    hide = [{"mode": ["none"] * len(text_idx) + ["text"] * len(edge_idx),
              "visible": [True] * len(text_idx) + [False] * len(edge_idx)}, text_idx + edge_idx]
     return {"type": "buttons", "direction": "left", "showactive": False, "active": -1, "x": 1.0, "y": 1.0,
             "xanchor": "right", "yanchor": "top", "pad": {"r": 4, "t": 4}, "bgcolor": th.paper,
