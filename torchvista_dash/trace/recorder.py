@@ -34,18 +34,10 @@ class Recorder:
     """Holds everything recorded during one forward pass of one model."""
 
     def __init__(self, model: torch.nn.Module) -> None:
-        self.module_names = {id(m): q for q, m in model.named_modules()}
-        self.param_names: dict[int, str] = {}
-        self.subtree_params: dict[str, int] = {}     # qualname -> parameters in its subtree (shared ones once)
-        for q, p in model.named_parameters():
-            self.param_names[id(p)] = q
-            n = p.numel()
-            parts = q.split(".")
-            for i in range(len(parts)):
-                prefix = ".".join(parts[:i])
-                self.subtree_params[prefix] = self.subtree_params.get(prefix, 0) + n
-        for q, b in model.named_buffers():
-            self.param_names.setdefault(id(b), q)
+        # Reading .shape/.dtype of an nn.Parameter goes through Parameter.__torch_function__ (Python) unless
+        # subclass dispatch is off: read every static fact about the model here, once, with it off.
+        with torch._C.DisableTorchFunctionSubclass():
+            self._read_model(model)
         self.nodes: list[Node] = []
         self.edges: list[Edge] = []
         # id(tensor) -> (weakref to it, node id, tensor name "n:i/k", meta, text): who holds its value now
@@ -53,9 +45,6 @@ class Recorder:
         self.calls: list[dict[str, Any]] = []
         self.stack: list[str] = []
         self.call_counts: dict[str, int] = {}
-        # Static facts about each module, read here, outside the function mode (inside it every .shape
-        # would be dispatched through __torch_function__).
-        self.module_info = {id(m): _module_info(m, self.subtree_params.get(q, 0)) for q, m in model.named_modules()}
         self.code_cache: dict[int, tuple[Any, str | None]] = {}
         self.sizes: dict[int, tuple[Any, str]] = {}
         self.failed_ops: list[tuple[Any, ...]] = []
@@ -63,6 +52,25 @@ class Recorder:
         self._call_index: dict[str, int] = {}
         # Module hooks are process-wide: only calls made by the tracing thread belong to this trace.
         self.thread = threading.get_ident()
+
+    def _read_model(self, model: torch.nn.Module) -> None:
+        self.module_names = {id(m): q for q, m in model.named_modules()}
+        self.param_names: dict[int, str] = {}
+        self.param_metas: dict[int, tuple[TensorMeta, str]] = {}
+        subtree: dict[str, int] = {}     # qualname -> parameters in its subtree (shared ones once)
+        for q, p in model.named_parameters():
+            self.param_names[id(p)] = q
+            self.param_metas[id(p)] = tensor_meta(p)
+            n = p.numel()
+            parts = q.split(".")
+            for i in range(len(parts)):
+                prefix = ".".join(parts[:i])
+                subtree[prefix] = subtree.get(prefix, 0) + n
+        for q, b in model.named_buffers():
+            self.param_names.setdefault(id(b), q)
+        # Static facts about each module, read outside the function mode (inside it every .shape would be
+        # dispatched through __torch_function__).
+        self.module_info = {id(m): _module_info(m, subtree.get(q, 0)) for q, m in model.named_modules()}
 
     # ---- module hooks ------------------------------------------------------------------
     def pre_hook(self, module: torch.nn.Module, args: Any) -> None:
@@ -116,7 +124,7 @@ class Recorder:
         if e is not None and e[0]() is t:
             return e[1], e[2], e[3], e[4]
         q = self.param_names.get(id(t))
-        meta, text = tensor_meta(t)
+        meta, text = self.param_metas.get(id(t)) or tensor_meta(t)
         nid = f"n:{len(self.nodes)}"
         self.nodes.append(_new_node({
             "id": nid, "kind": "constant" if q is None else "parameter", "name": "constant" if q is None else q,

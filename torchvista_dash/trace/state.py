@@ -24,7 +24,7 @@ class ModelState:
         self.params: list[tuple[torch.nn.Module, str, Any, bool]] = []
         self.buffers: list[tuple[torch.nn.Module, str, Any, Any]] = []
         self.hooks: list[tuple[torch.nn.Module, str, dict[Any, Any]]] = []
-        with torch.no_grad():
+        with torch.no_grad(), torch._C.DisableTorchFunctionSubclass():   # no Parameter.__torch_function__
             for m in self.modules:
                 for name, p in m._parameters.items():
                     self.params.append((m, name, p, bool(p is not None and p.requires_grad)))
@@ -37,7 +37,7 @@ class ModelState:
 
     def restore(self) -> None:
         """Put every snapshotted flag, object and value back (never raises on a well-formed model)."""
-        with torch.no_grad():
+        with torch.no_grad(), torch._C.DisableTorchFunctionSubclass():
             for m, flag in zip(self.modules, self.training, strict=True):
                 m.training = flag
             for m, name, p, rg in self.params:
