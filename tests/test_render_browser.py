@@ -134,3 +134,13 @@ def test_zoomed_out_view_hides_labels_until_the_labels_button(browser, tmp_path)
         page.wait_for_function(f"() => {n_labels} == {len(vg.clusters)}", timeout=5000)
     finally:
         ctx.close()
+
+
+def test_equal_aspect_and_whole_graph_in_view(loaded):
+    """One data unit is as many pixels across as up (boxes never stretch), and every box is on screen."""
+    fl = loaded.evaluate(f"""() => {{ const fl = document.getElementById('{HTML_DIV_ID}')._fullLayout;
+      return {{mx: fl.xaxis._m, my: fl.yaxis._m, xr: fl.xaxis.range, yr: fl.yaxis.range,
+               bounds: fl.meta.torchvista_dash.bounds}}; }}""")
+    assert abs(abs(fl["mx"]) - abs(fl["my"])) < 1e-6 * abs(fl["mx"])
+    x0, y0, x1, y1 = fl["bounds"]
+    assert fl["xr"][0] <= x0 and x1 <= fl["xr"][1] and fl["yr"][0] <= y0 and y1 <= fl["yr"][1]
