@@ -15,7 +15,7 @@ from torch.nn.modules import module as nn_module
 from .. import __version__
 from ..graph import ErrorInfo, Graph
 from ..traced import Trace
-from .recorder import Recorder, RecordingMode, _in_chain
+from .recorder import Recorder, RecordingMode, in_chain
 from .state import ModelState
 from .structure import bind_arg_names, check_inputs, iter_tensors
 
@@ -111,7 +111,7 @@ def _finalize(rec: Recorder, model_name: str, error: BaseException | None) -> Gr
     if error is not None:
         # the op whose exception escaped (ops that raised and were caught by the model leave no node)
         error_node = rec.failed_node(error)
-        failed_calls = {cid for cid, exc in rec.failed_exits if _in_chain(exc, error)}
+        failed_calls = {cid for cid, exc in rec.failed_exits if in_chain(exc, error)}
         if error_node is not None:
             failed_calls.update(_ancestors(rec, rec.nodes[-1].parent))
         err_info = ErrorInfo(

@@ -236,7 +236,7 @@ class Recorder:
         """Add the node of the op whose exception ended the forward pass (if an op raised it); its id."""
         chosen = None
         for f in self.failed_ops:
-            if _in_chain(f[-1], error):
+            if in_chain(f[-1], error):
                 chosen = f
         if chosen is None:
             return None
@@ -341,7 +341,7 @@ def tensor_meta(t: torch.Tensor) -> tuple[TensorMeta, str]:
     return m
 
 
-def _in_chain(target: BaseException, exc: BaseException | None) -> bool:
+def in_chain(target: BaseException, exc: BaseException | None) -> bool:
     """Is ``target`` the exception ``exc`` or one it was raised from / while handling?"""
     seen = 0
     while exc is not None and seen < 50:
