@@ -128,3 +128,12 @@ def test_html_takes_drawing_options_and_rejects_unknown_ones(tiny, tmp_path):
     assert '"name":"highlight"' in text and '"updatemenus"' in text
     with pytest.raises(TypeError, match="colour"):
         tiny.export(tmp_path / "x.html", colour="red")
+
+
+def test_png_of_a_tall_view_is_capped_in_pixels(dot_binary, tmp_path):
+    from torchvista_dash.render.static import PNG_MAX_PX
+
+    g, vg, lay = grid_case(1200, cols=4)                # ~26,000 points tall
+    data = render_static(g, vg, lay, tmp_path / "tall.png", "png").read_bytes()
+    width, height = struct.unpack(">II", data[16:24])
+    assert PNG_MAX_PX * 0.9 < height <= PNG_MAX_PX + 100 and width > 100

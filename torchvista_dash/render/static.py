@@ -29,6 +29,7 @@ SMALL_PT = 9.0
 HEADER_PT = 10.0        # as the layout reserves for cluster labels
 EDGE_PT = 8.0
 PNG_DPI = 144
+PNG_MAX_PX = 16000      # long side; bigger views get a lower dpi instead of cairo's silent down-scaling
 
 # visible kind → (Graphviz shape, extra style, peripheries)
 _GV_SHAPES: dict[str, tuple[str, str, int]] = {
@@ -179,7 +180,9 @@ def render_static(graph: Graph, vg: VisibleGraph, layout: Layout, path: str | Pa
     path = Path(path)
     cmd = [neato_binary(), "-n2", f"-T{fmt}"]
     if fmt == "png":
-        cmd.append(f"-Gdpi={PNG_DPI}")
+        x0, y0, x1, y1 = _bounds(layout)
+        longest = max(x1 - x0, y1 - y0, 1.0) + 30
+        cmd.append(f"-Gdpi={_num(max(18.0, min(PNG_DPI, PNG_MAX_PX * 72 / longest)))}")
     proc = subprocess.run(cmd, input=dot.encode("utf-8"), capture_output=True, timeout=300, check=False)
     if proc.returncode != 0 or not proc.stdout:
         raise RuntimeError(f"Graphviz failed to render {fmt} (exit {proc.returncode}): "
