@@ -137,3 +137,15 @@ def test_png_of_a_tall_view_is_capped_in_pixels(dot_binary, tmp_path):
     data = render_static(g, vg, lay, tmp_path / "tall.png", "png").read_bytes()
     width, height = struct.unpack(">II", data[16:24])
     assert PNG_MAX_PX * 0.9 < height <= PNG_MAX_PX + 100 and width > 100
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_static_and_interactive_use_the_same_colours(theme):
+    from torchvista_dash.render import make_figure
+
+    g, vg, lay = grid_case(12, failed=True)
+    fig = make_figure(g, vg, lay, theme=theme)
+    dot = to_static_dot(g, vg, lay, theme)
+    for t in fig.data:
+        if t.name.startswith("nodes:") and t.fill == "toself":
+            assert f'fillcolor="{t.fillcolor}", color="{t.line.color}"' in dot, t.name
