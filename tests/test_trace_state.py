@@ -193,3 +193,13 @@ def test_other_threads_calling_the_model_do_not_leak_into_the_trace() -> None:
         th.join()
     assert calls[0] > 3
     assert all(j == alone for j in together)
+
+
+def test_nothing_written_onto_tensors_or_parameters() -> None:
+    model, args, kwargs = build_synthetic("direct_param")
+    x = args[0]
+    before = {k: dict(vars(p)) for k, p in model.named_parameters()}
+    x_before = dict(vars(x))
+    trace_model(model, args, kwargs=kwargs)
+    assert {k: dict(vars(p)) for k, p in model.named_parameters()} == before
+    assert dict(vars(x)) == x_before
