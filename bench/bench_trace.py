@@ -5,8 +5,9 @@ Command (from the repository root):
 
 GPT-2 small (GPT2Config() defaults: 12 layers, 768 wide) and BERT base (BertConfig() defaults), random
 weights, batch 1, 32 tokens, CPU. In one run, each repetition times the plain forward pass and the trace
-back to back (alternating which goes first), so both see the same machine state; the table gives medians
-and the ratio of medians. ``--peers`` adds torchview's ``draw_graph`` (graph building only, no rendering)
+back to back (alternating which goes first), so both see the same machine state; the table gives the
+medians, the median of the per-repetition ratios (robust to load that drifts during the run) and the ratio
+of the fastest runs (the least disturbed ones). ``--peers`` adds torchview's ``draw_graph`` (graph building only, no rendering)
 on the same model and input as a peer ratio.
 Writes bench/results/trace.md and prints it.
 """
@@ -75,20 +76,25 @@ def measure(name: str, repeat: int, peers: bool) -> dict[str, Any]:
             times[k].append(time.perf_counter() - t0)
     t = trace_model(model, (ids,), kwargs=kwargs)
     med = {k: statistics.median(v) * 1000 for k, v in times.items()}
-    return {"model": name, "ops": t.graph.op_count, "calls": len(t.graph.module_calls), "med": med}
+    paired = {k: statistics.median(a / f for a, f in zip(v, times["forward"], strict=True)) for k, v in times.items()}
+    best = {k: min(v) / min(times["forward"]) for k, v in times.items()}
+    return {"model": name, "ops": t.graph.op_count, "calls": len(t.graph.module_calls), "med": med,
+            "paired": paired, "best": best}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=21)
     ap.add_argument("--peers", action="store_true", help="also time torchview's draw_graph")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own choice)")
     opts = ap.parse_args()
     warnings.filterwarnings("ignore")
-    torch.set_num_threads(max(1, torch.get_num_threads()))
+    if opts.threads:
+        torch.set_num_threads(opts.threads)
     rows = [measure(name, opts.repeat, opts.peers) for name in ("GPT-2 small", "BERT base")]
 
     cmd = "`.venv/bin/python bench/bench_trace.py" + (f" --repeat {opts.repeat}" if opts.repeat != 21 else "") \
-        + (" --peers" if opts.peers else "") + "`"
+        + (" --peers" if opts.peers else "") + (f" --threads {opts.threads}" if opts.threads else "") + "`"
     lines = [
         "# Trace benchmark",
         "",
@@ -99,18 +105,19 @@ def main() -> None:
         f"weights; median of {opts.repeat} interleaved runs. Target: trace ≤ 1.25× forward.",
         "",
     ]
-    head = "| model | ops | module calls | forward (ms) | trace (ms) | trace / forward |"
-    sep = "|---|---:|---:|---:|---:|---:|"
+    head = ("| model | ops | module calls | forward (ms, median) | trace (ms, median) | trace / forward "
+            "(median of paired ratios) | trace / forward (fastest runs) |")
+    sep = "|---|---:|---:|---:|---:|---:|---:|"
     if opts.peers:
-        head += " torchview draw_graph (ms) | torchview / forward |"
+        head += " torchview draw_graph (ms) | torchview / forward (paired) |"
         sep += "---:|---:|"
     lines += [head, sep]
     for r in rows:
         m = r["med"]
         line = (f"| {r['model']} | {r['ops']} | {r['calls']} | {m['forward']:.1f} | {m['trace']:.1f} | "
-                f"{m['trace'] / m['forward']:.2f}× |")
+                f"{r['paired']['trace']:.2f}× | {r['best']['trace']:.2f}× |")
         if opts.peers:
-            line += f" {m['torchview']:.1f} | {m['torchview'] / m['forward']:.2f}× |"
+            line += f" {m['torchview']:.1f} | {r['paired']['torchview']:.2f}× |"
         lines.append(line)
     text = "\n".join(lines) + "\n"
     out = ROOT / "bench" / "results" / "trace.md"
