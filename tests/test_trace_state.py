@@ -203,3 +203,16 @@ def test_nothing_written_onto_tensors_or_parameters() -> None:
     trace_model(model, args, kwargs=kwargs)
     assert {k: dict(vars(p)) for k, p in model.named_parameters()} == before
     assert dict(vars(x)) == x_before
+
+
+def test_meta_value_read_fails_with_a_hint() -> None:
+    class ReadsValues(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x * 2 if bool((x > 0).all()) else x
+
+    with pytest.warns(UserWarning, match="meta tensors do not have"):
+        t = trace_model(ReadsValues(), torch.empty(2, device="meta"))
+    assert t.failed
+    bad = t.graph.node_by_id[t.graph.error.node]
+    assert bad.name == "__bool__" and "meta tensors" in bad.error
+    assert [n.name for n in t.graph.nodes if n.kind == "op"] == ["gt", "all", "__bool__"]

@@ -70,8 +70,13 @@ def _trace(model: torch.nn.Module, args: tuple[Any, ...], kw: dict[str, Any], na
     graph = _finalize(rec, name or type(model).__name__, error)
     del result
     if error is not None:
+        hint = ""
+        if "meta tensors" in str(error):
+            hint = (" — the model reads tensor values (.item(), `if tensor:`), which meta tensors do not have; "
+                    "avoid that code path (Hugging Face: attn_implementation='eager' and pass an attention_mask) "
+                    "or trace with real tensors")
         warnings.warn(
-            f"the forward pass of {graph.model_name} raised {type(error).__name__}: {error}; returning the "
+            f"the forward pass of {graph.model_name} raised {type(error).__name__}: {error}{hint}; returning the "
             f"partial trace (Trace.error holds the exception, Trace.raise_if_failed() re-raises it)",
             stacklevel=_user_stacklevel(),
         )
