@@ -1,0 +1,37 @@
+"""Run every benchmark in one go (``make bench``); each writes its table to bench/results/<name>.md.
+
+They run one after another, not in parallel: the machines have two cores and the benchmarks
+time ratios against peers measured in the same run.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+BENCHMARKS = [
+    ("trace", ["bench_trace.py", "--peers"]),
+    ("layout", ["bench_layout.py"]),
+    ("render", ["bench_render.py"]),
+    ("app", ["bench_app.py"]),
+]
+
+
+def main() -> int:
+    failed = []
+    for name, (script, *args) in BENCHMARKS:
+        print(f"== {name}: python bench/{script} {' '.join(args)}", flush=True)
+        rc = subprocess.call([sys.executable, str(HERE / script), *args], cwd=HERE.parent)
+        if rc != 0:
+            failed.append(name)
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    print("tables written to bench/results/*.md")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
