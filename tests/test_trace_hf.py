@@ -140,3 +140,22 @@ def test_full_size_llama_on_meta_device() -> None:
     assert g.call_by_id["mod:(root)"].num_params > 6_000_000_000
     q_proj = g.calls_by_qualname["layers.0.self_attn.q_proj"][0]
     assert q_proj.params[0].shape == (4096, 4096)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "nn_transformer", "lstm"])
+def test_source_shortcut_matches_full_walk(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The per-call site shortcut for ops inside built-in modules gives what walking every frame gives."""
+    import sys
+
+    from torchvista_dash.trace import recorder
+
+    model, args, kwargs = REAL_MODELS[name]()
+    fast = trace_model(model, args, kwargs=kwargs).graph
+
+    def full_walk(self: recorder.Recorder) -> str | None:
+        return self._walk(sys._getframe(3))
+
+    monkeypatch.setattr(recorder.Recorder, "source", full_walk)
+    slow = trace_model(model, args, kwargs=kwargs).graph
+    assert [n.source for n in fast.nodes] == [n.source for n in slow.nodes]
+    assert all(n.source for n in fast.nodes if n.kind == "op")

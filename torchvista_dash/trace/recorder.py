@@ -44,6 +44,7 @@ class Recorder:
         self.producer: dict[int, tuple[Any, str, str, TensorMeta, str]] = {}
         self.calls: list[dict[str, Any]] = []
         self.stack: list[str] = []
+        self.sites: list[str | None] = []    # per open call: where a built-in module was called from
         self.call_counts: dict[str, int] = {}
         self.code_cache: dict[int, tuple[Any, str | None]] = {}
         self.sizes: dict[int, tuple[Any, str]] = {}
@@ -87,31 +88,56 @@ class Recorder:
         self.calls.append({"id": cid, "qualname": qualname, "module": id(module), "parent": parent,
                            "call_index": k, "depth": depth})
         self.stack.append(cid)
+        # Ops inside a built-in module run in torch code: their user-code location is where the module was
+        # called. Find it once per call here rather than by a long walk for every op (see ``source``).
+        self.sites.append(self._walk(sys._getframe(1)) if self.module_info[id(module)][1] else None)
 
     def post_hook(self, module: torch.nn.Module, args: Any, result: Any) -> None:
         if id(module) not in self.module_names or not self.stack or threading.get_ident() != self.thread:
             return
         cid = self.stack.pop()
+        self.sites.pop()
         exc = sys.exc_info()[1]
         if result is None and exc is not None:    # called from _call_impl's except block: forward raised
             self.failed_exits.append((cid, exc))
 
     # ---- ops ---------------------------------------------------------------------------
     def source(self) -> str | None:
-        """file:line of the innermost frame outside torch and this package (cached per code object).
+        """file:line of the innermost frame outside torch and this package.
 
         Called only from ``record``, itself called only from ``__torch_function__``: the walk starts above both.
+        If the first few frames are all torch code and the innermost module call is a built-in one, the answer
+        is that call's site (found once by ``pre_hook``): the frames in between are the module's own.
         """
         f = sys._getframe(3)
         cache = self.code_cache
-        while f is not None:
+        for _ in range(4):
+            if f is None:
+                return None
             code = f.f_code
             e = cache.get(id(code))        # by id: hashing a code object hashes its bytecode and constants
             if e is None or e[0] is not code:
-                fn = code.co_filename
-                where = None if (fn.startswith(_TORCH_DIR) or fn.startswith(_PKG_DIR) or fn.startswith("<frozen")) \
-                    else source_path(fn)
-                e = cache[id(code)] = (code, where)
+                e = self._classify(code)
+            if e[1] is not None:
+                return f"{e[1]}:{f.f_lineno}"
+            f = f.f_back
+        site = self.sites[-1] if self.sites else None
+        return site if site is not None else self._walk(f)
+
+    def _classify(self, code: Any) -> tuple[Any, str | None]:
+        fn = code.co_filename
+        inside = fn.startswith(_TORCH_DIR) or fn.startswith(_PKG_DIR) or fn.startswith("<frozen")
+        e = self.code_cache[id(code)] = (code, None if inside else source_path(fn))
+        return e
+
+    def _walk(self, f: Any) -> str | None:
+        """file:line of the first frame from ``f`` outwards that is outside torch and this package."""
+        cache = self.code_cache
+        while f is not None:
+            code = f.f_code
+            e = cache.get(id(code))
+            if e is None or e[0] is not code:
+                e = self._classify(code)
             if e[1] is not None:
                 return f"{e[1]}:{f.f_lineno}"
             f = f.f_back
