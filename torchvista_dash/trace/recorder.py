@@ -199,13 +199,19 @@ class Recorder:
         params: list[str] = []
         inputs: list[int] = []       # ids of tensor inputs (to tell aliasing outputs from new ones)
         pending: list[tuple[str, str, TensorMeta, int]] = []
+        producer = self.producer
         pos = 0
         for key, a in _items(args, kwargs):
             if isinstance(a, _Tensor):
-                src, tname, meta, text = self.lookup(a, parent)
-                pending.append((src, tname, meta, pos))
-                rargs.append((key, text))
                 ia = id(a)
+                e = producer.get(ia)
+                if e is not None and e[0]() is a:
+                    pending.append((e[1], e[2], e[3], pos))
+                    rargs.append((key, e[4]))
+                else:
+                    src, tname, meta, text = self.lookup(a, parent)
+                    pending.append((src, tname, meta, pos))
+                    rargs.append((key, text))
                 inputs.append(ia)
                 if ia in pnames:
                     params.append(pnames[ia])
@@ -241,9 +247,9 @@ class Recorder:
         outs = (out,) if isinstance(out, _Tensor) else _flat_tensors(out)
         nid = f"n:{len(self.nodes)}"     # after its parameter/constant inputs: ids stay in topological order
         metas: list[TensorMeta] = []
-        producer = self.producer
         for i, t in enumerate(outs):
-            meta, text = tensor_meta(t)
+            m = _METAS.get((tuple(t.shape), t.dtype, t.device))
+            meta, text = m if m is not None else tensor_meta(t)
             metas.append(meta)
             key = id(t)
             # An op that hands back one of its parameter inputs unchanged (p.to(same dtype)) does not take

@@ -33,13 +33,14 @@ class ModelState:
                 for attr in _HOOK_DICTS:
                     d = m.__dict__.get(attr)
                     if d is not None:
-                        self.hooks.append((m, attr, dict(d)))
+                        self.hooks.append((m, attr, dict(d) if d else {}))
 
     def restore(self) -> None:
         """Put every snapshotted flag, object and value back (never raises on a well-formed model)."""
         with torch.no_grad(), torch._C.DisableTorchFunctionSubclass():
             for m, flag in zip(self.modules, self.training, strict=True):
-                m.training = flag
+                if m.training is not flag:     # nn.Module.__setattr__ is slow; most flags never changed
+                    m.training = flag
             for m, name, p, rg in self.params:
                 m._parameters[name] = p
                 if p is not None and p.requires_grad != rg:
@@ -54,6 +55,6 @@ class ModelState:
                     b.data = saved
             for m, attr, d in self.hooks:
                 cur = m.__dict__.get(attr)
-                if cur is not None and dict(cur) != d:
+                if cur is not None and (cur or d) and dict(cur) != d:
                     cur.clear()
                     cur.update(d)
