@@ -55,7 +55,8 @@ class Recorder:
         self.thread = threading.get_ident()
 
     def _read_model(self, model: torch.nn.Module) -> None:
-        self.module_names = {id(m): q for q, m in model.named_modules()}
+        modules = list(model.named_modules())
+        self.module_names = {id(m): q for q, m in modules}
         self.param_names: dict[int, str] = {}
         self.param_metas: dict[int, tuple[TensorMeta, str]] = {}
         subtree: dict[str, int] = {}     # qualname -> parameters in its subtree (shared ones once)
@@ -63,15 +64,15 @@ class Recorder:
             self.param_names[id(p)] = q
             self.param_metas[id(p)] = tensor_meta(p)
             n = p.numel()
-            parts = q.split(".")
-            for i in range(len(parts)):
-                prefix = ".".join(parts[:i])
+            prefix = q
+            while prefix:
+                prefix = prefix.rpartition(".")[0]
                 subtree[prefix] = subtree.get(prefix, 0) + n
         for q, b in model.named_buffers():
             self.param_names.setdefault(id(b), q)
         # Static facts about each module, read outside the function mode (inside it every .shape would be
         # dispatched through __torch_function__).
-        self.module_info = {id(m): _module_info(m, subtree.get(q, 0)) for q, m in model.named_modules()}
+        self.module_info = {id(m): _module_info(m, subtree.get(q, 0)) for q, m in modules}
 
     # ---- module hooks ------------------------------------------------------------------
     def pre_hook(self, module: torch.nn.Module, args: Any) -> None:
