@@ -1,10 +1,10 @@
 """The recorder: a TorchFunctionMode plus global module hooks that write down one forward pass.
 
-Per-op work is kept small (it runs for every torch call): no ``inspect.stack()``, no string building
-for tensors (their metadata is formatted once, in ``finalize``), caches keyed by function and code object.
-Tensors are mapped to the node that produced them through an id-keyed dict whose entries hold a weak
-reference to the tensor (checked on lookup), so nothing is written onto the user's tensors and nothing
-keeps them alive.
+Per-op work is kept small (it runs for every torch call): no ``inspect.stack()`` (a short frame walk,
+cached per code object, or the site of the enclosing built-in module call), tensor metadata and its text
+interned per (shape, dtype, device), Node/Edge objects built final once. Tensors are mapped to the node
+that produced them through an id-keyed dict whose entries hold a weak reference to the tensor (checked
+on lookup), so nothing is written onto the user's tensors and nothing keeps them alive.
 """
 
 from __future__ import annotations
