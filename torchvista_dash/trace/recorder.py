@@ -385,36 +385,56 @@ def in_chain(target: BaseException, exc: BaseException | None) -> bool:
     return False
 
 
+_CLASS_INFO: dict[type, tuple[str, bool, bool]] = {}
+_ATTR_TYPES = (bool, int, float)
+
+
+def _class_info(cls: type) -> tuple[str, bool, bool]:
+    """(name, defined under torch.nn, overrides extra_repr): per class, computed once."""
+    info = _CLASS_INFO.get(cls)
+    if info is None:
+        info = _CLASS_INFO[cls] = (cls.__name__, cls.__module__.startswith("torch.nn."),
+                                   cls.extra_repr is not torch.nn.Module.extra_repr)
+    return info
+
+
 def _module_info(m: torch.nn.Module, num_params: int) -> tuple[Any, ...]:
-    """(cls, builtin, num_params, params, extra_repr, attrs): static facts about a module, computed once."""
-    cls = type(m)
-    builtin = cls.__module__.startswith("torch.nn.")
-    params = tuple(
-        _new_param({"name": n, "shape": tuple(p.shape), "dtype": dtype_name(p.dtype), "trainable": p.requires_grad,
-                    "is_buffer": False})
-        for n, p in m._parameters.items() if p is not None
-    ) + tuple(
-        _new_param({"name": n, "shape": tuple(b.shape), "dtype": dtype_name(b.dtype), "trainable": False,
-                    "is_buffer": True})
-        for n, b in m._buffers.items() if b is not None
-    )
-    try:
-        extra = m.extra_repr()
-    except Exception:  # a broken extra_repr must not break the trace
-        extra = ""
-    if len(extra) > 200:
-        extra = extra[:197] + "..."
+    """(cls, builtin, num_params, params, extra_repr, attrs): static facts about a module, computed once.
+
+    Exact type checks (not isinstance) on attribute values: isinstance on an object with a custom
+    __getattribute__ (a Hugging Face config) runs Python code.
+    """
+    name, builtin, custom_repr = _class_info(type(m))
+    params: tuple[ParamInfo, ...] = ()
+    if m._parameters or m._buffers:
+        params = tuple(
+            _new_param({"name": n, "shape": tuple(p.shape), "dtype": dtype_name(p.dtype),
+                        "trainable": p.requires_grad, "is_buffer": False})
+            for n, p in m._parameters.items() if p is not None
+        ) + tuple(
+            _new_param({"name": n, "shape": tuple(b.shape), "dtype": dtype_name(b.dtype), "trainable": False,
+                        "is_buffer": True})
+            for n, b in m._buffers.items() if b is not None
+        )
+    extra = ""
+    if custom_repr:
+        try:
+            extra = m.extra_repr()
+        except Exception:  # a broken extra_repr must not break the trace
+            extra = ""
+        if len(extra) > 200:
+            extra = extra[:197] + "..."
     attrs: list[tuple[str, str]] = []
     for k, v in m.__dict__.items():
-        if k.startswith("_") or k == "training":
+        if k[0] == "_" or k == "training":
             continue
-        if isinstance(v, (bool, int, float)) or (isinstance(v, str) and len(v) <= 40):
+        tv = type(v)
+        if tv in _ATTR_TYPES or (tv is str and len(v) <= 40) or (
+                tv is tuple and len(v) <= 4 and all(type(x) in _ATTR_TYPES for x in v)):
             attrs.append((k, repr(v)))
-        elif isinstance(v, tuple) and len(v) <= 4 and all(isinstance(x, (int, float, bool)) for x in v):
-            attrs.append((k, repr(v)))
-        if len(attrs) >= 12:
-            break
-    return cls.__name__, builtin, num_params, params, extra, tuple(attrs)
+            if len(attrs) >= 12:
+                break
+    return name, builtin, num_params, params, extra, tuple(attrs)
 
 
 def fast_factory(cls: type) -> Any:
