@@ -191,7 +191,11 @@ def main() -> None:
             naive_json = len(naive.to_json())
             py_rows.append([str(n), str(len(fig.data)), f"{ours_ms:.0f}", f"{naive_ms:.0f}",
                             f"{naive_ms / ours_ms:.1f}×", f"{ours_json / n:.0f}", f"{naive_json / n:.0f}"])
-            variants = [("Scatter (SVG), default", fig), ("webgl=True", make_figure(*case, webgl=True))]
+            shown = "labels shown" if fig.layout.meta["torchvista_dash"]["labels"] else "labels hidden at this fit"
+            variants = [(f"Scatter (SVG), default: {shown}", fig)]
+            if not fig.layout.meta["torchvista_dash"]["labels"]:
+                variants.append(("Scatter (SVG), labels=True", make_figure(*case, labels=True)))
+            variants.append(("webgl=True (labels=True)", make_figure(*case, webgl=True, labels=True)))
             if n <= 2000:
                 variants.append(("naive: shape + annotation per node", naive))
             for name, f in variants:
@@ -214,7 +218,8 @@ def main() -> None:
 Command: `{COMMAND} --repeat {args.repeat} --sizes {args.sizes}`
 
 Machine: {platform.platform()}, Python {platform.python_version()}, plotly {plotly.__version__},
-headless Debian Chromium (Playwright), viewport 1400×900. Medians.
+headless Debian Chromium (Playwright), viewport 1400×900. Medians. Compare rows within one table (one
+run, same conditions); absolute times move by ±30 % when other work shares the 2 cores.
 
 ## Figure build (Python) and JSON size — hand-built grid views
 
@@ -225,7 +230,9 @@ headless Debian Chromium (Playwright), viewport 1400×900. Medians.
 ## In the browser — standalone HTML (plotly.js embedded)
 
 First draw = navigation start → figure drawn (includes parsing the 4.8 MB plotly.js). Zoom = one
-`Plotly.relayout` of both axis ranges until the next animation frame (median of 6).
+`Plotly.relayout` of both axis ranges until the next animation frame (median of 6). Views over 600 boxes
+draw one-line labels and no edge labels; a view whose fit is too small to read starts with labels hidden
+(the "labels" button shows them), so both states are measured.
 
 {table(["boxes", "figure", "first draw ms", "zoom relayout ms"], br_rows)}
 
