@@ -11,7 +11,7 @@ from support_render import grid_case
 
 from torchvista_dash.layout.types import Layout
 from torchvista_dash.render import UIREVISION, make_figure
-from torchvista_dash.render.figure import DETAIL_LIMIT, LABEL_PX_RANGE, ids_in, label_px
+from torchvista_dash.render.figure import DETAIL_LIMIT, FAILED_WINDOW, LABEL_PX_RANGE, ids_in, label_px
 
 
 def by_name(fig, name):
@@ -251,3 +251,25 @@ def test_labels_start_hidden_only_when_too_zoomed_out_to_read():
     assert by_name(make_figure(g, vg, lay, labels=True), "nodes:labels").mode == "text"
     small = make_figure(*grid_case(30))
     assert small.layout.meta["torchvista_dash"]["labels"] is True and small.layout.updatemenus == ()
+
+
+def test_failed_view_shows_everything_around_the_failure_when_readable():
+    g, vg, lay = grid_case(12, failed=True)                # small: the whole graph fits, centred on the op
+    fig = make_figure(g, vg, lay)
+    failed = next(n.id for n in vg.nodes if n.failed)
+    x0, y0, x1, y1 = lay.nodes[failed]
+    (xa, xb), (ya, yb) = fig.layout.xaxis.range, fig.layout.yaxis.range
+    assert abs((xa + xb) / 2 - (x0 + x1) / 2) < 1 and abs((ya + yb) / 2 - (y0 + y1) / 2) < 1
+    for bx0, by0, bx1, by1 in lay.nodes.values():
+        assert xa <= bx0 and bx1 <= xb and ya <= by0 and by1 <= yb
+
+
+def test_failed_view_of_a_large_graph_zooms_to_a_window_on_the_failure():
+    g, vg, lay = grid_case(400, failed=True)
+    fig = make_figure(g, vg, lay)
+    failed = next(n.id for n in vg.nodes if n.failed)
+    x0, y0, x1, y1 = lay.nodes[failed]
+    (xa, xb), (ya, yb) = fig.layout.xaxis.range, fig.layout.yaxis.range
+    assert (xb - xa, yb - ya) == pytest.approx(FAILED_WINDOW, abs=0.2)
+    assert abs((xa + xb) / 2 - (x0 + x1) / 2) < 1 and abs((ya + yb) / 2 - (y0 + y1) / 2) < 1
+    assert fig.layout.meta["torchvista_dash"]["labels"] is True     # readable at that zoom

@@ -141,6 +141,8 @@ def _node_label(vn: Any, sub_px: float, details: bool) -> str:
 
 
 def _initial_ranges(graph: Graph, vg: VisibleGraph, layout: Layout, bounds: Box) -> tuple[list, list]:
+    """The whole graph; for a failed trace, a window centred on the failing op (or the box that holds it):
+    the smallest one that still shows the whole graph if that stays readable, else ``FAILED_WINDOW``."""
     x0, y0, x1, y1 = bounds
     xr, yr = [x0 - PAD, x1 + PAD], [y0 - PAD, y1 + PAD]
     failed = [n.id for n in vg.nodes if n.failed]
@@ -148,8 +150,10 @@ def _initial_ranges(graph: Graph, vg: VisibleGraph, layout: Layout, bounds: Box)
         target = graph.error.node if graph.error.node in layout.nodes else failed[0]
         bx0, by0, bx1, by1 = layout.nodes[target]
         cx, cy = (bx0 + bx1) / 2, (by0 + by1) / 2
-        hw = min(xr[1] - xr[0], FAILED_WINDOW[0]) / 2
-        hh = min(yr[1] - yr[0], FAILED_WINDOW[1]) / 2
+        hw, hh = max(cx - x0, x1 - cx) + PAD, max(cy - y0, y1 - cy) + PAD
+        if LABEL_PT * fit_scale((cx - hw, cy - hh, cx + hw, cy + hh)) < LABEL_PX_RANGE[0]:
+            hw = min(xr[1] - xr[0], FAILED_WINDOW[0]) / 2
+            hh = min(yr[1] - yr[0], FAILED_WINDOW[1]) / 2
         xr, yr = [cx - hw, cx + hw], [cy - hh, cy + hh]
     return [round(v, 1) for v in xr], [round(v, 1) for v in yr]
 
