@@ -207,3 +207,23 @@ def test_one_tensor_passed_under_two_names_is_one_input() -> None:
     assert inp.name == "x, y"
     lins = [n for n in g.nodes if n.name == "linear"]
     assert all(inp.id in _preds(g, n.id) for n in lins) and len(lins) == 2
+
+
+def test_op_returning_a_parameter_unchanged_does_not_take_it_over() -> None:
+    class Cast(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(3, 3))
+            self.other = torch.nn.Linear(3, 3)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            w = self.w.to(torch.float32)           # same dtype: torch hands back the parameter itself
+            assert w is self.w
+            return self.other(x @ w) + x @ self.w
+
+    g = trace_model(Cast(), torch.ones(2, 3)).graph
+    (w,) = [n for n in g.nodes if n.kind == "parameter" and n.name == "w"]
+    mms = [n for n in g.nodes if n.name == "matmul"]
+    assert len(mms) == 2 and all(w.id in _preds(g, m.id) for m in mms)
+    (to,) = [n for n in g.nodes if n.name == "to"]
+    assert _preds(g, to.id) == [w.id]

@@ -198,7 +198,6 @@ class Recorder:
         sizes = self.sizes
         rargs: list[tuple[str, str]] = []
         params: list[str] = []
-        inputs: list[int] = []       # ids of tensor inputs (to tell aliasing outputs from new ones)
         pending: list[tuple[str, str, TensorMeta, int]] = []
         producer = self.producer
         pos = 0
@@ -213,7 +212,6 @@ class Recorder:
                     src, tname, meta, text = self.lookup(a, parent)
                     pending.append((src, tname, meta, pos))
                     rargs.append((key, text))
-                inputs.append(ia)
                 if ia in pnames:
                     params.append(pnames[ia])
             elif type(a) in _SCALARS:
@@ -226,7 +224,6 @@ class Recorder:
                         pending.append((src, tname, meta, pos))
                         parts.append(text)
                         ix = id(x)
-                        inputs.append(ix)
                         if ix in pnames:
                             params.append(pnames[ix])
                     else:
@@ -253,9 +250,9 @@ class Recorder:
             meta, text = m if m is not None else tensor_meta(t)
             metas.append(meta)
             key = id(t)
-            # An op that hands back one of its parameter inputs unchanged (p.to(same dtype)) does not take
-            # over the parameter: later users still connect to the parameter node. Activations chain through.
-            if not in_place and key in pnames and key in inputs:
+            # An op that hands back a parameter it was given, unchanged (p.to(same dtype)), does not take over
+            # the parameter: later users still connect to the parameter node. Activations chain through.
+            if not in_place and key in pnames:
                 continue
             producer[key] = (weakref.ref(t), nid, f"{nid}/{i}", meta, text)
         self.nodes.append(_new_node({"id": nid, "kind": "op", "name": name, "parent": parent, "error": None,
