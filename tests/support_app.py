@@ -15,6 +15,8 @@ import requests
 from torchvista_dash.app.server import BackgroundServer
 
 TIMEOUT_MS = 20_000
+DOUBLE_CLICK_S = 0.6
+_last_click: dict[int, float] = {}
 
 
 def graph_dom_id(aio_id: str, sub: str = "graph") -> str:
@@ -76,7 +78,13 @@ def screen_xy(page: Any, aio_id: str, vid: str, trace_names: tuple[str, ...] = (
 
 
 def click_id(page: Any, aio_id: str, vid: str, trace_names: tuple[str, ...] = ("nodes:labels",)) -> tuple[float, float]:
-    """Hover, wait for plotly to register the hovered point (its click handler reads it), then click."""
+    """Hover, wait for plotly to register the hovered point (its click handler reads it), then click.
+
+    Clicks are kept 0.6 s apart: two clicks within the browser's double-click time (500 ms) are a double click
+    (and keep-in-place puts an opened module's header right where its box was clicked)."""
+    wait = DOUBLE_CLICK_S - (time.time() - _last_click.get(id(page), 0.0))
+    if wait > 0:
+        time.sleep(wait)
     x, y = screen_xy(page, aio_id, vid, trace_names)
     page.mouse.move(x - 3, y)
     page.mouse.move(x, y)
@@ -84,6 +92,7 @@ def click_id(page: Any, aio_id: str, vid: str, trace_names: tuple[str, ...] = ("
                            " return h.some(p => p.customdata === a[1]); }", arg=[graph_dom_id(aio_id), vid],
                            timeout=TIMEOUT_MS)
     page.mouse.click(x, y)
+    _last_click[id(page)] = time.time()
     return x, y
 
 

@@ -73,6 +73,7 @@ def next_view(trigger: str, value: Any, data: dict[str, Any], relayout: dict[str
             after = state.anchor_of(new_layout, boxes[vid].members[0])
         if before is not None and after is not None:
             ranges = state.shift(ranges, after[0] - before[0], after[1] - before[1])
+            ranges = state.keep_inside(ranges, after)
         highlight = None
     elif trigger in ("expand_all", "collapse_all", "depth"):
         depth = {"expand_all": None, "collapse_all": 0}.get(trigger, None if value in (None, -1) else int(value))

@@ -101,10 +101,8 @@ class ModelGraph(html.Div):
             html.Span(id=_ids.export_status(aio_id), style={"fontSize": "12px"}),
             dcc.Download(id=_ids.download(aio_id)),
         ], style=ROW)
-        plot = dcc.Loading(
-            dcc.Graph(id=_ids.graph(aio_id), figure=figure, style={"height": height},
-                      config={"scrollZoom": True, "displaylogo": False, "doubleClick": "reset"}),
-            delay_show=250, overlay_style={"visibility": "visible", "opacity": 0.6}, type="circle")
+        plot = dcc.Graph(id=_ids.graph(aio_id), figure=figure, style={"height": height},
+                         config={"scrollZoom": True, "displaylogo": False, "doubleClick": "reset"})
         body = html.Div([
             html.Div(plot, style={"flex": "1", "minWidth": "0"}),
             html.Div(details(tid, highlight), id=_ids.details(aio_id), className="tvd-details",
@@ -113,7 +111,13 @@ class ModelGraph(html.Div):
         ], style={"display": "flex"})
         children = [
             html.Div(header(graph), id=_ids.header(aio_id), className="tvd-header"),
-            html.Div([html.Div(n) for n in vg.notes], id=_ids.notes(aio_id), style={"fontSize": "12px"}),
+            # The loading indicator: the notes line is an output of every view change, so the spinner shows
+            # while a layout is computed. It wraps the notes, not the graph: re-mounting the graph mid-update
+            # made plotly resolve a quick next click against stale positions.
+            dcc.Loading(html.Div([html.Div(n) for n in vg.notes], id=_ids.notes(aio_id),
+                                 style={"fontSize": "12px", "minHeight": "18px"}),
+                        delay_show=200, type="dot", className="tvd-loading",
+                        parent_style={"minHeight": "18px"}),
             toolbar, toolbar2, body,
             dcc.Store(id=_ids.store(aio_id), data=store),
         ]

@@ -130,6 +130,16 @@ def shift(ranges: Ranges, dx: float, dy: float) -> Ranges:
     return [[ranges[0][0] + dx, ranges[0][1] + dx], [ranges[1][0] + dy, ranges[1][1] + dy]]
 
 
+def keep_inside(ranges: Ranges, point: tuple[float, float], margin: float = 0.06) -> Ranges:
+    """Shift the view just enough that ``point`` (a header) is a margin inside it: at the very edge of the
+    plot a click would start an axis drag instead of reaching the header."""
+    (x0, x1), (y0, y1) = ranges
+    mx, my = (x1 - x0) * margin, (y1 - y0) * margin
+    dx = min(0.0, point[0] - (x0 + mx)) + max(0.0, point[0] - (x1 - mx))
+    dy = min(0.0, point[1] - (y0 + my)) + max(0.0, point[1] - (y1 - my))
+    return shift(ranges, dx, dy) if (dx or dy) else ranges
+
+
 def centre_on(ranges: Ranges, layout: Layout, vid: str | None) -> Ranges:
     """Same zoom, ``vid``'s box in the middle."""
     box = box_of(layout, vid)
