@@ -29,7 +29,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import plotly.graph_objects as go
 
 from ..graph import Graph
@@ -38,6 +37,11 @@ from ..view_types import VisibleGraph
 from . import shapes
 from .hover import HoverIndex, esc
 from .style import CLOSE_MARK, OPEN_MARK, SHAPES, Theme, get_theme, kind_style
+
+try:    # optional: numpy makes path traces compact typed arrays; without it they are plain lists
+    import numpy as np
+except ImportError:  # pragma: no cover - numpy is present wherever torch or transformers are
+    np = None  # type: ignore[assignment]
 
 # Constant uirevision: Dash keeps the user's zoom across figure updates while it stays the same.
 # The app sets ``fig.layout.uirevision`` to something else when it wants the new ranges applied.
@@ -108,10 +112,12 @@ def _cluster_depths(vg: VisibleGraph) -> dict[str, int]:
     return depth
 
 
-def _arr(values: list) -> np.ndarray:
+def _arr(values: list) -> Any:
     """Path coordinates as float32 (``None`` → NaN, a gap): plotly sends numpy arrays as compact base64 typed
     arrays and skips validating them element by element. Point traces (labels, headers, toggles) keep plain
-    lists, so ``gd.data[i].x[k]`` in the browser is the point's coordinate."""
+    lists, so ``gd.data[i].x[k]`` in the browser is the point's coordinate. Without numpy: the list itself."""
+    if np is None:
+        return values
     return np.array(values, dtype=np.float32)
 
 
