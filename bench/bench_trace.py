@@ -15,6 +15,7 @@ Writes bench/results/trace.md and prints it.
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import statistics
 import sys
@@ -91,7 +92,9 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     if opts.threads:
         torch.set_num_threads(opts.threads)
+    load_before = os.getloadavg()[0]
     rows = [measure(name, opts.repeat, opts.peers) for name in ("GPT-2 small", "BERT base")]
+    load_after = os.getloadavg()[0]
 
     cmd = "`.venv/bin/python bench/bench_trace.py" + (f" --repeat {opts.repeat}" if opts.repeat != 21 else "") \
         + (" --peers" if opts.peers else "") + (f" --threads {opts.threads}" if opts.threads else "") + "`"
@@ -103,6 +106,8 @@ def main() -> None:
         f"Machine: {platform.machine()}, {torch.get_num_threads()} torch threads, Python "
         f"{platform.python_version()}, torch {torch.__version__}. Batch 1, {TOKENS} tokens, CPU, random "
         f"weights; median of {opts.repeat} interleaved runs. Target: trace ≤ 1.25× forward.",
+        f"1-minute load average {load_before:.1f} before and {load_after:.1f} after (a shared machine: ratios "
+        f"move by a few hundredths from run to run).",
         "",
     ]
     head = ("| model | ops | module calls | forward (ms, median) | trace (ms, median) | trace / forward "
