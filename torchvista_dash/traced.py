@@ -77,12 +77,18 @@ class Trace:
         return layout_view(v if v is not None else self.view(), rankdir=rankdir)
 
     def figure(self, depth: int | None = 1, expanded: Iterable[str] | None = None, *, theme: str = "light",
-               rankdir: str = "TB", **view_options: Any) -> go.Figure:
-        """A plotly Figure of one view, usable anywhere Plotly is."""
+               rankdir: str = "TB", highlight: str | None = None, labels: bool | None = None,
+               details: bool | None = None, **view_options: Any) -> go.Figure:
+        """A plotly Figure of one view, usable anywhere Plotly is.
+
+        ``view_options`` go to ``view`` (fold_repeats, unfolded, show_params, node_budget); ``highlight``,
+        ``labels`` and ``details`` to ``render.make_figure``.
+        """
         from .render import make_figure
 
         v = self.view(depth=depth, expanded=expanded, **view_options)
-        return make_figure(self.graph, v, self.layout(v, rankdir=rankdir), theme=theme)
+        return make_figure(self.graph, v, self.layout(v, rankdir=rankdir), theme=theme, highlight=highlight,
+                           labels=labels, details=details)
 
     def to_html(self, path: str | Path, **figure_options: Any) -> Path:
         """A standalone HTML file (plotly.js embedded): zoom, pan and hover work offline."""

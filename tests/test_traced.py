@@ -1,0 +1,51 @@
+"""The Trace facade as a user calls it: figure options reach the renderer, view options the view."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from torchvista_dash import load_trace, trace_model
+
+
+class TwoLayer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(8, 16)
+        self.fc2 = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def test_figure_takes_render_and_view_options(dot_binary):
+    t = trace_model(TwoLayer(), torch.randn(2, 8))
+    fig = t.figure(depth=1, labels=True, details=True, highlight="mod:fc1", show_params=True)
+    ids = {c for tr in fig.data if tr.customdata is not None for c in tr.customdata}
+    assert "mod:fc1" in ids and "mod:fc2" in ids
+    assert any(n.kind == "parameter" for n in t.graph.nodes)
+
+
+def test_saved_trace_draws_without_retracing(tmp_path, dot_binary):
+    t = trace_model(TwoLayer(), torch.randn(2, 8))
+    t2 = load_trace(t.save(tmp_path / "t.json"))
+    assert t2.graph == t.graph and t2.id == t.id
+    fig = t2.figure(depth=None)
+    ids = {c for tr in fig.data if tr.customdata is not None for c in tr.customdata}
+    assert {n.id for n in t.view(depth=None).nodes} <= ids
+
+
+def test_raise_if_failed_on_a_loaded_failed_trace(tmp_path):
+    class Broken(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.cat([x, x.T], dim=0)
+
+    with pytest.warns(UserWarning):
+        t = trace_model(Broken(), torch.randn(2, 3))
+    with pytest.raises(RuntimeError):
+        t.raise_if_failed()
+    with pytest.warns(UserWarning, match="failed"):
+        t2 = load_trace(t.save(tmp_path / "bad.json"))
+    with pytest.raises(RuntimeError, match="Sizes of tensors must match|cat"):
+        t2.raise_if_failed()
