@@ -130,7 +130,7 @@ def _finalize(rec: Recorder, model_name: str, error: BaseException | None) -> Gr
 
 
 def _ancestors(rec: Recorder, cid: str | None) -> list[str]:
-    parents = {c["id"]: c["parent"] for c in rec.calls}
+    parents = {c[0]: c[3] for c in rec.calls}
     out = []
     while cid is not None:
         out.append(cid)

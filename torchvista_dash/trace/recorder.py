@@ -42,7 +42,7 @@ class Recorder:
         self.edges: list[Edge] = []
         # id(tensor) -> (weakref to it, node id, tensor name "n:i/k", meta, text): who holds its value now
         self.producer: dict[int, tuple[Any, str, str, TensorMeta, str]] = {}
-        self.calls: list[dict[str, Any]] = []
+        self.calls: list[tuple[str, str, int, str | None, int, int]] = []   # id, qualname, module, parent, k, depth
         self.stack: list[str] = []
         self.sites: list[str | None] = []    # per open call: where a built-in module was called from
         self.call_counts: dict[str, int] = {}
@@ -50,7 +50,6 @@ class Recorder:
         self.sizes: dict[int, tuple[Any, str]] = {}
         self.failed_ops: list[tuple[Any, ...]] = []
         self.failed_exits: list[tuple[str, BaseException]] = []
-        self._call_index: dict[str, int] = {}
         # Module hooks are process-wide: only calls made by the tracing thread belong to this trace.
         self.thread = threading.get_ident()
 
@@ -83,12 +82,10 @@ class Recorder:
         k = self.call_counts.get(qualname, 0)
         self.call_counts[qualname] = k + 1
         cid = call_id_for(qualname, k)
-        parent = self.stack[-1] if self.stack else None
-        depth = self.calls[self._call_index[parent]]["depth"] + 1 if parent is not None else 0
-        self._call_index[cid] = len(self.calls)
-        self.calls.append({"id": cid, "qualname": qualname, "module": id(module), "parent": parent,
-                           "call_index": k, "depth": depth})
-        self.stack.append(cid)
+        stack = self.stack
+        # the open calls are exactly this call's ancestors, so their number is its depth
+        self.calls.append((cid, qualname, id(module), stack[-1] if stack else None, k, len(stack)))
+        stack.append(cid)
         # Ops inside a built-in module run in torch code: their user-code location is where the module was
         # called. Find it once per call here rather than by a long walk for every op (see ``source``).
         self.sites.append(self._walk(sys._getframe(1)) if self.module_info[id(module)][1] else None)
@@ -290,12 +287,12 @@ class Recorder:
     def build_calls(self, failed: set[str]) -> list[ModuleCall]:
         out = []
         new_call = fast_factory(ModuleCall)
-        for c in self.calls:
-            cls, builtin, num_params, params, extra, attrs = self.module_info[c["module"]]
+        for cid, qualname, module, parent, k, depth in self.calls:
+            cls, builtin, num_params, params, extra, attrs = self.module_info[module]
             out.append(new_call({
-                "id": c["id"], "qualname": c["qualname"], "cls": cls, "parent": c["parent"],
-                "call_index": c["call_index"], "num_params": num_params, "params": params, "extra_repr": extra,
-                "attrs": attrs, "failed": c["id"] in failed, "depth": c["depth"], "builtin": builtin,
+                "id": cid, "qualname": qualname, "cls": cls, "parent": parent, "call_index": k,
+                "num_params": num_params, "params": params, "extra_repr": extra, "attrs": attrs,
+                "failed": cid in failed, "depth": depth, "builtin": builtin,
             }))
         return out
 

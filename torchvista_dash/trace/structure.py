@@ -61,13 +61,21 @@ def iter_tensors(obj: Any, path: str, *, top: bool = False, _depth: int = 0,
                 yield from child(v, k, "." + k)
 
 
+_SIGNATURES: dict[Any, list[inspect.Parameter]] = {}
+
+
 def bind_arg_names(forward: Callable[..., Any], n_args: int) -> list[str]:
     """Names for ``n_args`` positional arguments: the forward's parameter names, ``args[i]`` past them."""
     names: list[str] = []
-    try:
-        params = list(inspect.signature(forward).parameters.values())
-    except (TypeError, ValueError):
-        params = []
+    func = getattr(forward, "__func__", None)     # signatures of plain functions are cached (they are slow)
+    params = _SIGNATURES.get(func) if func is not None else None
+    if params is None:
+        try:
+            params = list(inspect.signature(forward).parameters.values())
+        except (TypeError, ValueError):
+            params = []
+        if func is not None:
+            _SIGNATURES[func] = params
     for p in params:
         if len(names) == n_args:
             break
