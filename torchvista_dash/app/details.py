@@ -109,7 +109,8 @@ def _node(graph: Graph, node: Node) -> list:
     out: list = [html.H4(node.name, style={"margin": "4px 0"}), html.Table(rows, className="tvd-details-table")]
     if node.error is not None:
         err = graph.error
-        out.append(html.Div(f"{err.type}: {node.error}" if err else node.error, className="tvd-error",
+        message = node.error if err is None or node.error.startswith(err.type) else f"{err.type}: {node.error}"
+        out.append(html.Div(message, className="tvd-error",
                             style={"color": "#d62728", "fontWeight": "bold"}))
         if err is not None and err.traceback:
             out.append(html.Pre(err.traceback, style={**MONO, "whiteSpace": "pre-wrap", "maxHeight": "240px",

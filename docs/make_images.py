@@ -1,0 +1,82 @@
+"""Screenshots of the app for the README, taken in headless Chromium from a real gallery server.
+
+Command (from the repository root):
+    .venv/bin/python docs/make_images.py        # or: make images
+
+Writes docs/img/gallery.png (default view), docs/img/expanded.png (one module opened by a click),
+docs/img/failed.png (the failing demo) and docs/img/dark.png (dark theme).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+OUT = ROOT / "docs" / "img"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+DOM = json.dumps({"aio_id": "gallery", "component": "ModelGraph", "subcomponent": "graph"}, separators=(",", ":"))
+GD = f"(document.getElementById({json.dumps(DOM)}) || document).querySelector('.js-plotly-plot')"
+
+
+def drawn(page: Any) -> None:
+    page.wait_for_function(f"() => {{ const gd = {GD}; return gd && gd.querySelector('.scatterlayer .textpoint'); }}",
+                           timeout=60_000)
+    page.wait_for_timeout(400)
+
+
+def click(page: Any, vid: str) -> None:
+    """A real click on the box carrying ``vid``, then wait for the view to change."""
+    xy = page.evaluate(f"""(v) => {{ const gd = {GD}; const t = gd.data.find(t => t.name === 'nodes:labels');
+        const i = Array.from(t.customdata).indexOf(v); const fl = gd._fullLayout, r = gd.getBoundingClientRect();
+        return [r.left + fl._size.l + fl.xaxis.l2p(t.x[i]), r.top + fl._size.t + fl.yaxis.l2p(t.y[i])]; }}""", vid)
+    page.mouse.move(xy[0] - 3, xy[1])
+    page.mouse.move(*xy)
+    page.wait_for_timeout(200)
+    page.mouse.click(*xy)
+    page.wait_for_function(f"""(v) => {{ const gd = {GD}; const t = gd.data.find(t => t.name === 'clusters:headers');
+        return t && Array.from(t.customdata).includes(v); }}""", arg=vid, timeout=60_000)
+    page.mouse.move(5, 5)
+    page.wait_for_timeout(600)
+
+
+def main() -> None:
+    from playwright.sync_api import sync_playwright
+
+    from torchvista_dash.app.server import BackgroundServer, make_app
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    srv = BackgroundServer(make_app(gallery=True))
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 860})
+            page.goto(srv.url + "?demo=gpt")
+            drawn(page)
+            page.screenshot(path=str(OUT / "gallery.png"))
+            page.goto(srv.url + "?demo=resnet")
+            drawn(page)
+            click(page, "mod:layer2")
+            page.screenshot(path=str(OUT / "expanded.png"))
+            page.goto(srv.url + "?demo=broken")
+            drawn(page)
+            page.screenshot(path=str(OUT / "failed.png"))
+            page.goto(srv.url + "?demo=unet&theme=dark")
+            drawn(page)
+            page.screenshot(path=str(OUT / "dark.png"))
+            browser.close()
+    finally:
+        srv.stop()
+    time.sleep(0.1)
+    for name in ("gallery", "expanded", "failed", "dark"):
+        print(OUT / f"{name}.png")
+
+
+if __name__ == "__main__":
+    main()
