@@ -181,3 +181,34 @@ def test_two_model_graphs_on_one_page_act_independently(page: Any) -> None:
         assert "mod:body" in ids_drawn(page, "a", "clusters:headers")
     finally:
         srv.stop()
+
+
+def test_toolbar_options_direction_depth_and_fit(page: Any, gallery_url: str) -> None:
+    open_demo(page, gallery_url, "mlp")
+    graph = demo_trace("mlp").graph
+    params = [n.id for n in graph.nodes if n.kind == "parameter"]
+    page.click(css_id(G, "expand_all"))
+    wait_ids(page, G, "clusters:headers", present=("mod:body.0",))    # expand all opens built-ins too
+    assert not set(params) & set(ids_drawn(page, G, "nodes:labels"))
+    page.get_by_label("parameters/constants").check()
+    wait_ids(page, G, "nodes:labels", present=tuple(params))
+    page.get_by_label("left→right").check()
+    page.wait_for_function("(d) => { const fl = document.getElementById(d).querySelector('.js-plotly-plot')"
+                           "._fullLayout; const b = fl.meta && fl.meta.torchvista_dash.bounds;"
+                           " return b && (b[2] - b[0]) > (b[3] - b[1]); }", arg=graph_dom_id(G))
+    page.click(css_id(G, "collapse_all"))
+    wait_ids(page, G, "nodes:labels", present=("mod:(root)",), absent=tuple(params[:1]))
+    wait_settled(page, G)
+    full = displayed_ranges(page, G)
+    box = page.locator(css_id(G, "graph") + " .js-plotly-plot .nsewdrag").first.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    for _ in range(4):                                             # a real scroll-zoom
+        page.mouse.wheel(0, -300)
+        page.wait_for_timeout(80)
+    wait_settled(page, G)
+    zoomed = displayed_ranges(page, G)
+    assert zoomed[0][1] - zoomed[0][0] < 0.8 * (full[0][1] - full[0][0])
+    page.click(css_id(G, "fit"))
+    page.wait_for_function("(a) => { const r = document.getElementById(a[0]).querySelector('.js-plotly-plot')"
+                           "._fullLayout.xaxis.range; return Math.abs((r[1] - r[0]) - a[1]) < 1; }",
+                           arg=[graph_dom_id(G), full[0][1] - full[0][0]])
