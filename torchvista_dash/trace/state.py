@@ -22,6 +22,8 @@ class ModelState:
         self.modules = list(model.modules())
         self.training = [m.training for m in self.modules]
         self.params: list[tuple[torch.nn.Module, str, Any, bool]] = []
+        # values are always copied back: kernels such as batch_norm update running stats without bumping
+        # the tensor's version counter, so "unchanged" cannot be told cheaply
         self.buffers: list[tuple[torch.nn.Module, str, Any, Any]] = []
         self.hooks: list[tuple[torch.nn.Module, str, dict[Any, Any]]] = []
         with torch.no_grad(), torch._C.DisableTorchFunctionSubclass():   # no Parameter.__torch_function__
@@ -42,19 +44,25 @@ class ModelState:
                 if m.training is not flag:     # nn.Module.__setattr__ is slow; most flags never changed
                     m.training = flag
             for m, name, p, rg in self.params:
-                m._parameters[name] = p
+                if m._parameters.get(name) is not p:
+                    m._parameters[name] = p
                 if p is not None and p.requires_grad != rg:
                     p.requires_grad_(rg)
             for m, name, b, saved in self.buffers:
-                m._buffers[name] = b
+                if m._buffers.get(name) is not b:
+                    m._buffers[name] = b
                 if b is None or saved is None or b.device.type == "meta":
                     continue
-                if b.shape == saved.shape and b.dtype == saved.dtype:
-                    b.copy_(saved)
-                else:
-                    b.data = saved
+                try:
+                    if b.shape == saved.shape and b.dtype == saved.dtype:
+                        b.copy_(saved)
+                    else:
+                        b.data = saved
+                except RuntimeError:             # e.g. an inference-mode tensor: put the saved copy in its place
+                    m._buffers[name] = saved
             for m, attr, d in self.hooks:
                 cur = m.__dict__.get(attr)
                 if cur is not None and (cur or d) and dict(cur) != d:
                     cur.clear()
                     cur.update(d)
+
