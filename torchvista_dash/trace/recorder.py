@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-import threading
 import weakref
+from threading import get_ident
 from typing import Any
 
 import torch
@@ -51,7 +51,7 @@ class Recorder:
         self.failed_ops: list[tuple[Any, ...]] = []
         self.failed_exits: list[tuple[str, BaseException]] = []
         # Module hooks are process-wide: only calls made by the tracing thread belong to this trace.
-        self.thread = threading.get_ident()
+        self.thread = get_ident()
 
     def _read_model(self, model: torch.nn.Module) -> None:
         modules = list(model.named_modules())
@@ -75,29 +75,31 @@ class Recorder:
 
     # ---- module hooks ------------------------------------------------------------------
     def pre_hook(self, module: torch.nn.Module, args: Any) -> None:
-        qualname = self.module_names.get(id(module))
+        mid = id(module)
+        qualname = self.module_names.get(mid)
         # a module outside the traced model (its ops belong to the caller), or another thread's call
-        if qualname is None or threading.get_ident() != self.thread:
+        if qualname is None or get_ident() != self.thread:
             return
         k = self.call_counts.get(qualname, 0)
         self.call_counts[qualname] = k + 1
         cid = call_id_for(qualname, k)
         stack = self.stack
         # the open calls are exactly this call's ancestors, so their number is its depth
-        self.calls.append((cid, qualname, id(module), stack[-1] if stack else None, k, len(stack)))
+        self.calls.append((cid, qualname, mid, stack[-1] if stack else None, k, len(stack)))
         stack.append(cid)
         # Ops inside a built-in module run in torch code: their user-code location is where the module was
         # called. Find it once per call here rather than by a long walk for every op (see ``source``).
-        self.sites.append(self._walk(sys._getframe(1)) if self.module_info[id(module)][1] else None)
+        self.sites.append(self._walk(sys._getframe(1)) if self.module_info[mid][1] else None)
 
     def post_hook(self, module: torch.nn.Module, args: Any, result: Any) -> None:
-        if id(module) not in self.module_names or not self.stack or threading.get_ident() != self.thread:
+        if id(module) not in self.module_names or not self.stack or get_ident() != self.thread:
             return
         cid = self.stack.pop()
         self.sites.pop()
-        exc = sys.exc_info()[1]
-        if result is None and exc is not None:    # called from _call_impl's except block: forward raised
-            self.failed_exits.append((cid, exc))
+        if result is None:
+            exc = sys.exc_info()[1]
+            if exc is not None:     # called from _call_impl's except block: forward raised
+                self.failed_exits.append((cid, exc))
 
     # ---- ops ---------------------------------------------------------------------------
     def source(self) -> str | None:

@@ -25,17 +25,18 @@ class ModelState:
         # values are always copied back: kernels such as batch_norm update running stats without bumping
         # the tensor's version counter, so "unchanged" cannot be told cheaply
         self.buffers: list[tuple[torch.nn.Module, str, Any, Any]] = []
-        self.hooks: list[tuple[torch.nn.Module, str, dict[Any, Any]]] = []
+        self.hooks: list[tuple[dict[str, Any], str, dict[Any, Any]]] = []    # (module __dict__, attr, copy)
         with torch.no_grad(), torch._C.DisableTorchFunctionSubclass():   # no Parameter.__torch_function__
             for m in self.modules:
                 for name, p in m._parameters.items():
                     self.params.append((m, name, p, bool(p is not None and p.requires_grad)))
                 for name, b in m._buffers.items():
                     self.buffers.append((m, name, b, None if b is None else b.detach().clone()))
+                md = m.__dict__
                 for attr in _HOOK_DICTS:
-                    d = m.__dict__.get(attr)
+                    d = md.get(attr)
                     if d is not None:
-                        self.hooks.append((m, attr, dict(d) if d else {}))
+                        self.hooks.append((md, attr, dict(d) if d else {}))
 
     def restore(self) -> None:
         """Put every snapshotted flag, object and value back (never raises on a well-formed model)."""
@@ -60,8 +61,8 @@ class ModelState:
                         b.data = saved
                 except RuntimeError:             # e.g. an inference-mode tensor: put the saved copy in its place
                     m._buffers[name] = saved
-            for m, attr, d in self.hooks:
-                cur = m.__dict__.get(attr)
+            for md, attr, d in self.hooks:
+                cur = md.get(attr)
                 if cur is not None and (cur or d) and dict(cur) != d:
                     cur.clear()
                     cur.update(d)
