@@ -241,22 +241,27 @@ class Recorder:
             in_place = True
         if out is None and name in IN_PLACE_NONE_RETURN and args and isinstance(args[0], _Tensor):
             out, in_place = args[0], True
-        outs = (out,) if isinstance(out, _Tensor) else _flat_tensors(out)
         nid = f"n:{len(self.nodes)}"     # after its parameter/constant inputs: ids stay in topological order
-        metas: list[TensorMeta] = []
-        for i, t in enumerate(outs):
-            m = _METAS.get((tuple(t.shape), t.dtype, t.device))
-            meta, text = m if m is not None else tensor_meta(t)
-            metas.append(meta)
-            key = id(t)
-            # An op that hands back a parameter it was given, unchanged (p.to(same dtype)), does not take over
-            # the parameter: later users still connect to the parameter node. Activations chain through.
-            if not in_place and key in pnames:
-                continue
-            producer[key] = (weakref.ref(t), nid, f"{nid}/{i}", meta, text)
+        if isinstance(out, _Tensor):     # the common case: one tensor out
+            m = _METAS.get((tuple(out.shape), out.dtype, out.device))
+            meta, text = m if m is not None else tensor_meta(out)
+            outputs: tuple[TensorMeta, ...] = (meta,)
+            # An op that hands back a parameter it was given, unchanged (p.to(same dtype)), does not take
+            # over the parameter: later users still connect to the parameter node. Activations chain through.
+            if in_place or id(out) not in pnames:
+                producer[id(out)] = (weakref.ref(out), nid, nid + "/0", meta, text)
+        else:
+            metas: list[TensorMeta] = []
+            for i, t in enumerate(_flat_tensors(out)):
+                m = _METAS.get((tuple(t.shape), t.dtype, t.device))
+                meta, text = m if m is not None else tensor_meta(t)
+                metas.append(meta)
+                if in_place or id(t) not in pnames:
+                    producer[id(t)] = (weakref.ref(t), nid, f"{nid}/{i}", meta, text)
+            outputs = tuple(metas)
         self.nodes.append(_new_node({"id": nid, "kind": "op", "name": name, "parent": parent, "error": None,
                                      "args": tuple(rargs), "source": source, "params": tuple(params),
-                                     "outputs": tuple(metas)}))
+                                     "outputs": outputs}))
         edges = self.edges
         for src, tname, meta, p in pending:
             edges.append(_new_edge({"src": src, "dst": nid, "tensor": tname, "meta": meta, "dst_arg": p}))
