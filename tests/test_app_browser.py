@@ -103,7 +103,7 @@ def test_click_opens_in_place_and_cluster_header_or_toggle_closes(page: Any, gal
 def test_search_expands_centres_and_highlights(page: Any, gallery_url: str) -> None:
     open_demo(page, gallery_url, "gpt")
     page.click(".tvd-search")
-    page.keyboard.type("ln_2")
+    page.locator("input.dash-dropdown-search").press_sequentially("ln_2")   # the open dropdown's search box
     page.get_by_role("option", name="blocks.2.ln_2: LayerNorm").click()
     wait_ids(page, G, "clusters:headers", present=("mod:blocks.2",))
     page.wait_for_function("(d) => document.getElementById(d).querySelector('.js-plotly-plot').data"
