@@ -212,3 +212,12 @@ def test_toolbar_options_direction_depth_and_fit(page: Any, gallery_url: str) ->
     page.wait_for_function("(a) => { const r = document.getElementById(a[0]).querySelector('.js-plotly-plot')"
                            "._fullLayout.xaxis.range; return Math.abs((r[1] - r[0]) - a[1]) < 1; }",
                            arg=[graph_dom_id(G), full[0][1] - full[0][0]])
+
+
+def test_gallery_dropdown_switches_models(page: Any, gallery_url: str) -> None:
+    open_demo(page, gallery_url, "mlp")
+    page.click("#tvd-demo")
+    page.get_by_role("option", name="U-Net — Two down and two up stages joined by skip connections (torch.cat).").click()
+    page.wait_for_function("() => document.querySelector('.tvd-header').innerText.includes('U-Net')")
+    wait_drawn(page, G)
+    assert "mod:down1" in ids_drawn(page, G, "nodes:labels")

@@ -61,3 +61,21 @@ def test_notebook_show_twice_gives_two_live_iframes(tmp_path: Path, page: Any) -
             wait_drawn(page, f"trace-{tid}")
             assert model in page.inner_text(".tvd-header")
             assert ids_drawn(page, f"trace-{tid}", "nodes:labels")
+
+
+def test_show_external_prints_a_live_url_and_rejects_bad_modes(capsys: pytest.CaptureFixture[str]) -> None:
+    from torchvista_dash.app.notebook import show
+    from torchvista_dash.demos import demo_trace
+
+    show(demo_trace("mlp"), mode="external", depth=2)
+    url = capsys.readouterr().out.strip().split("torchvista_dash: ")[1]
+    assert "depth=2" in url
+    layout = requests.get(url.split("?")[0] + "_dash-layout", headers={"Referer": url}, timeout=30).text
+    assert "MLP" in layout and '"nodes:labels"' in layout
+    with pytest.raises(ValueError, match="mode must be one of inline, external, tab"):
+        show(demo_trace("mlp"), mode="popup")
+    with pytest.raises(TypeError, match="takes depth, theme and rankdir"):
+        show(demo_trace("mlp"), mode="external", colour="red")
+    with pytest.raises(RuntimeError, match="Sizes of tensors must match"):   # partial graph served, then raised
+        show(demo_trace("broken"), mode="external")
+    assert "torchvista_dash: http://" in capsys.readouterr().out
