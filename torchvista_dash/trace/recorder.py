@@ -23,7 +23,9 @@ from ..graph import Edge, ModuleCall, Node, ParamInfo, TensorMeta, call_id_for
 from .describe import IN_PLACE_NONE_RETURN, clip, dtype_name, func_name, meta_text, short_repr, source_path
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+# Only the tracer itself is skipped when looking for the user's line: models defined elsewhere in this
+# package (demos.py) are user code, and their source lines are what the details panel should show.
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _Tensor = torch.Tensor
 _SCALARS = (bool, int, float, type(None))
 _SEQS = (list, tuple)
