@@ -197,3 +197,14 @@ def test_pages_by_url() -> None:
     assert "no trace with id" in missing
     bad = client.get("/_dash-layout", headers={"Referer": f"http://x/?trace={tid}&depth=x"}).get_data(as_text=True)
     assert "cannot show this page" in bad
+
+
+def test_toolbar_values_override_a_store_that_predates_them() -> None:
+    data = store_for("gpt")
+    current = callbacks.with_controls(data, ["params"], "LR", "dark")
+    assert (current["fold"], current["params"], current["rankdir"], current["theme"]) == (False, True, "LR", "dark")
+    assert callbacks.with_controls(data, None, None, None) == data
+    spec, rankdir, theme, _, _ = callbacks.next_view("expand_all", 1, current, None)
+    assert spec.show_params and not spec.fold_repeats and (rankdir, theme) == ("LR", "dark")
+    fig, new_data, _, _ = callbacks._apply("expand_all", 1, data, None, current)
+    assert new_data["params"] and new_data["rankdir"] == "LR" and isinstance(fig, dict)   # a whole new figure

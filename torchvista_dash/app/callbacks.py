@@ -105,9 +105,25 @@ def next_view(trigger: str, value: Any, data: dict[str, Any], relayout: dict[str
     return new_spec, rankdir, theme, highlight, ranges
 
 
-def _apply(trigger: str | None, value: Any, data: dict[str, Any], relayout: dict[str, Any] | None) -> tuple:
-    """The four outputs of ``update_view`` for one action."""
-    result = next_view(trigger, value, data, relayout)
+def with_controls(data: dict[str, Any], options: list[str] | None, direction: str | None,
+                  theme: str | None) -> dict[str, Any]:
+    """The store with the toolbar's current values: they are always current in the browser, while the store
+    may predate an action whose answer has not arrived yet (two quick actions would otherwise lose one)."""
+    out = dict(data)
+    if options is not None:
+        out["fold"], out["params"] = "fold" in options, "params" in options
+    if direction in ("TB", "LR"):
+        out["rankdir"] = direction
+    if theme in ("light", "dark"):
+        out["theme"] = theme
+    return out
+
+
+def _apply(trigger: str | None, value: Any, data: dict[str, Any], relayout: dict[str, Any] | None,
+           current: dict[str, Any] | None = None) -> tuple:
+    """The four outputs of ``update_view`` for one action; ``data`` is the store as the browser last drew it,
+    ``current`` the same with the toolbar's current values."""
+    result = next_view(trigger, value, current if current is not None else data, relayout)
     if result is None:
         return no_update, no_update, no_update, no_update
     spec, rankdir, theme, highlight, ranges = result
@@ -151,7 +167,7 @@ def _define() -> None:
         value = {"graph": clicked_id(click), "depth": depth, "options": options, "direction": direction,
                  "theme": theme, "search": search}.get(trigger)
         try:
-            return _apply(trigger, value, data, relayout)
+            return _apply(trigger, value, data, relayout, with_controls(data, options, direction, theme))
         except Exception as exc:   # shown in the page, not lost in a server log
             return no_update, no_update, html.Div(f"{type(exc).__name__}: {exc}", className="tvd-app-error",
                                                   style={"color": "#d62728"}), no_update
