@@ -65,7 +65,11 @@ def server(host: str = "127.0.0.1", port: int | None = None) -> tuple[Background
         if "base_subpath" in cfg:   # JupyterLab / Hub: go through jupyter-server-proxy
             prefix = cfg["base_subpath"].rstrip("/") + f"/proxy/{port}/"
         app = make_app(requests_pathname_prefix=prefix, title="torchvista_dash")
-        _server = BackgroundServer(app, host, port)
+        try:
+            _server = BackgroundServer(app, host, port)
+        except OSError as exc:
+            raise RuntimeError(f"cannot serve the notebook graphs on {host}:{port} ({exc.strerror or exc}); "
+                               "call show() without port= to use a free one") from None
         if "server_url" in cfg:
             root = cfg["server_url"].rstrip("/")
         elif os.environ.get("DASH_DOMAIN_BASE"):
