@@ -5,19 +5,22 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: serve test bench lint images system clean
+.PHONY: serve test bench lint images system plotly-basic clean
 
-serve: $(STAMP) system
+# plotly's own scatter-only bundle, at the plotly.js version the installed plotly ships (render/plotlyjs.py says why).
+PLOTLY_BASIC := torchvista_dash/render/static/plotly-basic.min.js
+
+serve: $(STAMP) system $(PLOTLY_BASIC)
 	$(BIN)/python -m torchvista_dash serve --port 8050
 
-test: $(STAMP) system
+test: $(STAMP) system $(PLOTLY_BASIC)
 	$(BIN)/python -m ruff check .
 	$(BIN)/python -m pytest -q
 
-bench: $(STAMP) system
+bench: $(STAMP) system $(PLOTLY_BASIC)
 	$(BIN)/python -m bench.run_all
 
-images: $(STAMP) system
+images: $(STAMP) system $(PLOTLY_BASIC)
 	$(BIN)/python docs/make_images.py
 
 lint: $(STAMP)
@@ -37,6 +40,17 @@ $(STAMP): requirements-dev.txt pyproject.toml
 	$(BIN)/pip install -q -r requirements-dev.txt
 	$(BIN)/pip install -q --no-deps -e .
 	touch $(STAMP)
+
+plotly-basic: $(PLOTLY_BASIC)
+
+$(PLOTLY_BASIC): $(STAMP)
+	@v=$$($(BIN)/python -c "import plotly.offline as o; print(o.get_plotlyjs_version())"); d=$$(mktemp -d); \
+	if command -v npm >/dev/null && (cd $$d && npm pack --silent plotly.js-basic-dist-min@$$v >/dev/null && \
+	    tar xzf plotly.js-basic-dist-min-$$v.tgz); then \
+		mkdir -p $(dir $@) && cp $$d/package/plotly-basic.min.js $@ && echo "plotly.js-basic $$v installed"; \
+	else \
+		echo "warning: could not fetch plotly.js-basic-dist-min@$$v with npm; pages use the full plotly.js (slower first draw)"; \
+	fi; rm -rf $$d
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info
