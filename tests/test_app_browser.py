@@ -220,3 +220,25 @@ def test_gallery_dropdown_switches_models(page: Any, gallery_url: str) -> None:
     page.wait_for_function("() => document.querySelector('.tvd-header').innerText.includes('U-Net')")
     wait_drawn(page, G)
     assert "mod:down1" in ids_drawn(page, G, "nodes:labels")
+
+
+def test_two_tabs_on_one_graph_do_not_interfere(browser: Any, gallery_url: str) -> None:
+    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        one, two = ctx.new_page(), ctx.new_page()
+        for p in (one, two):
+            p.bring_to_front()
+            open_demo(p, gallery_url, "mlp")
+        one.bring_to_front()                            # background tabs get no animation frames
+        click_id(one, G, "mod:body")
+        wait_ids(one, G, "clusters:headers", present=("mod:body",))
+        two.bring_to_front()
+        two.reload()                                    # a fresh load of the other tab: still the default view
+        wait_drawn(two, G)
+        assert "mod:body" not in ids_drawn(two, G, "clusters:headers")
+        click_id(two, G, "mod:head")
+        wait_ids(two, G, "clusters:headers", present=("mod:head",), absent=("mod:body",))
+        one.bring_to_front()
+        assert "mod:head" not in ids_drawn(one, G, "clusters:headers")
+    finally:
+        ctx.close()
