@@ -8,6 +8,7 @@ of it and is cached here, so two tabs on one graph never interfere and repeated 
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from typing import Any
@@ -20,6 +21,7 @@ from ..view_types import ViewSpec, VisibleGraph
 from . import registry
 
 NODE_BUDGET = 1500          # beyond this many boxes the view auto-collapses (dot would take seconds)
+PRECOMPUTE_DELAY_S = 0.3   # background precompute waits this long after a view is sent
 MARGIN = 20.0               # layout units around the picture when fitting to screen
 
 Ranges = list[list[float]]  # [[x0, x1], [y0, y1]]
@@ -87,6 +89,8 @@ def precompute_neighbours(trace_id: str, spec: ViewSpec, rankdir: str, theme: st
     graph = registry.get(trace_id).graph
     vg = visible(trace_id, spec)
     candidates = [n.id for n in vg.nodes if n.kind in ("module", "folded")][:limit]
+    # Start after the current answer has gone out: the work holds the GIL while it builds figures.
+    _pool.submit(time.sleep, PRECOMPUTE_DELAY_S)
     for vid in candidates:
         key = (trace_id, spec, rankdir, vid)
         with _pending_lock:
