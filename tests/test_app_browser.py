@@ -25,6 +25,7 @@ from torchvista_dash import view
 from torchvista_dash.app import ModelGraph, registry, state
 from torchvista_dash.app.server import make_app
 from torchvista_dash.demos import demo_trace
+from torchvista_dash.render import plotlyjs
 
 pytestmark = pytest.mark.browser
 
@@ -62,6 +63,10 @@ def test_gallery_draws_the_graph_with_its_header(page: Any, gallery_url: str) ->
     assert ids_drawn(page, G, "clusters:headers") == ["mod:(root)"]
     header = page.inner_text(css_id(G, "header"))
     assert "GPT-style decoder" in header
+    loaded = page.evaluate("performance.getEntriesByType('resource').map(e => e.name.split('/').pop())")
+    bundles = [n for n in loaded if n.startswith("plotly") and n.endswith(".js")]
+    # one plotly.js: the scatter-only bundle when installed (`make plotly-basic`), else Dash's full one
+    assert bundles == (["plotly-basic.min.js"] if plotlyjs.basic_bundle() else ["plotly.min.js"]), bundles
     assert f"{graph.total_params:,} parameters" in header and f"{graph.op_count:,} ops" in header
 
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import dash
 from dash import Input, Output, State, dcc, html
 
+from ..render import plotlyjs
 from ..traced import Trace
 from . import callbacks, registry
 from .component import ModelGraph
@@ -69,6 +71,17 @@ def _referrer_query() -> str:
     return f"?{q}" if q else ""
 
 
+def _serve_basic_plotly(app: dash.Dash, bundle: Path) -> None:
+    """Serve plotly's scatter-only bundle and load it before Dash's scripts: dcc.Graph then uses this global
+    ``Plotly`` instead of parsing the full 4.8 MB one (most of a first draw; see render/plotlyjs.py)."""
+    from flask import send_file
+
+    def plotly_basic() -> Any:
+        return send_file(bundle, mimetype="text/javascript", max_age=86400)
+
+    app.server.add_url_rule("/" + plotlyjs.URL_PATH, "tvd_plotly_basic", plotly_basic)
+
+
 def make_app(traces: Sequence[Trace] = (), *, gallery: bool = False, title: str = "torchvista_dash",
              requests_pathname_prefix: str | None = None, **options: Any) -> dash.Dash:
     """A Dash app showing ``traces[0]`` (or the gallery), and any registered trace at ``/?trace=<id>``."""
@@ -79,8 +92,12 @@ def make_app(traces: Sequence[Trace] = (), *, gallery: bool = False, title: str 
         _apps += 1
         name = f"torchvista_dash_app_{_apps}"
     callbacks.ensure_registered()
+    bundle = plotlyjs.basic_bundle()
+    scripts = [] if bundle is None else [(requests_pathname_prefix or "/") + plotlyjs.URL_PATH]
     app = dash.Dash(name, title=title, update_title=None, requests_pathname_prefix=requests_pathname_prefix,
-                    suppress_callback_exceptions=True)
+                    suppress_callback_exceptions=True, external_scripts=scripts)
+    if bundle is not None:
+        _serve_basic_plotly(app, bundle)
 
     def layout() -> Any:
         # Drawn in the layout request itself (the page's query comes in its Referer), so the first view
