@@ -15,11 +15,13 @@ import os
 from dash import Dash, Input, Output, dcc, html
 
 from torchvista_dash import ModelGraph
+from torchvista_dash.app.server import use_basic_plotly
 from torchvista_dash.demos import DEMOS, demo_trace
 
 LEFT, RIGHT = "transformer", "gpt"
 
 app = Dash(__name__, title="Model review dashboard")
+use_basic_plotly(app)    # optional: plotly's scatter-only bundle when installed (a faster first draw)
 server = app.server
 
 rows = [{"model": d.title, "parameters": f"{demo_trace(n).graph.total_params:,}",

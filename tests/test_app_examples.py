@@ -9,6 +9,8 @@ from types import ModuleType
 
 import pytest
 
+from torchvista_dash.render import plotlyjs
+
 APPS = Path(__file__).resolve().parent.parent / "apps"
 
 
@@ -33,3 +35,9 @@ def test_app_serves_its_graphs(name: str, expect: list[str]) -> None:
         assert text in layout, text
     deps = client.get("/_dash-dependencies").get_json()
     assert any("ModelGraph" in d["output"] for d in deps)
+    index = client.get("/").get_data(as_text=True)
+    if plotlyjs.basic_bundle() is not None:       # the scatter-only plotly.js is served and loaded first
+        assert index.index(plotlyjs.URL_PATH) < index.index("dash_renderer")
+        assert client.get("/" + plotlyjs.URL_PATH).get_data()[:200].find(b"plotly.js") >= 0
+    else:
+        assert plotlyjs.URL_PATH not in index

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -71,15 +70,26 @@ def _referrer_query() -> str:
     return f"?{q}" if q else ""
 
 
-def _serve_basic_plotly(app: dash.Dash, bundle: Path) -> None:
-    """Serve plotly's scatter-only bundle and load it before Dash's scripts: dcc.Graph then uses this global
-    ``Plotly`` instead of parsing the full 4.8 MB one (most of a first draw; see render/plotlyjs.py)."""
+def use_basic_plotly(app: dash.Dash) -> bool:
+    """Serve plotly's scatter-only bundle and load it before Dash's scripts; dcc.Graph then uses this global
+    ``Plotly`` instead of parsing the full 4.8 MB one (most of a first draw, see render/plotlyjs.py).
+
+    Call it on your own app before its first request; False (and nothing changed) if the bundle is not
+    installed (`make plotly-basic`)."""
     from flask import send_file
 
-    def plotly_basic() -> Any:
-        return send_file(bundle, mimetype="text/javascript", max_age=86400)
+    bundle = plotlyjs.basic_bundle()
+    if bundle is None:
+        return False
+    src = (app.config.requests_pathname_prefix or "/") + plotlyjs.URL_PATH
+    if src not in app.config.external_scripts:
+        app.config.external_scripts.append(src)
 
-    app.server.add_url_rule("/" + plotlyjs.URL_PATH, "tvd_plotly_basic", plotly_basic)
+        def plotly_basic() -> Any:
+            return send_file(bundle, mimetype="text/javascript", max_age=86400)
+
+        app.server.add_url_rule("/" + plotlyjs.URL_PATH, "tvd_plotly_basic", plotly_basic)
+    return True
 
 
 def make_app(traces: Sequence[Trace] = (), *, gallery: bool = False, title: str = "torchvista_dash",
@@ -92,12 +102,9 @@ def make_app(traces: Sequence[Trace] = (), *, gallery: bool = False, title: str 
         _apps += 1
         name = f"torchvista_dash_app_{_apps}"
     callbacks.ensure_registered()
-    bundle = plotlyjs.basic_bundle()
-    scripts = [] if bundle is None else [(requests_pathname_prefix or "/") + plotlyjs.URL_PATH]
     app = dash.Dash(name, title=title, update_title=None, requests_pathname_prefix=requests_pathname_prefix,
-                    suppress_callback_exceptions=True, external_scripts=scripts)
-    if bundle is not None:
-        _serve_basic_plotly(app, bundle)
+                    suppress_callback_exceptions=True)
+    use_basic_plotly(app)
 
     def layout() -> Any:
         # Drawn in the layout request itself (the page's query comes in its Referer), so the first view
