@@ -26,6 +26,11 @@ BUTTON = {"marginRight": "6px", "padding": "3px 10px", "cursor": "pointer"}
 ROW = {"display": "flex", "flexWrap": "wrap", "alignItems": "center", "gap": "10px", "margin": "6px 0"}
 
 
+def _label(text: str) -> html.Span:
+    """Toolbar option text in a grey that reads on both themes (Dash's own label colour is fixed)."""
+    return html.Span(text, style={"color": "#8a94a6"})
+
+
 class ModelGraph(html.Div):
     """An interactive, collapsible picture of one traced forward pass.
 
@@ -78,14 +83,14 @@ class ModelGraph(html.Div):
             dcc.Dropdown(id=_ids.depth(aio_id), options=depth_options, value=-1 if depth is None else depth,
                          clearable=False, searchable=False, style={"width": "120px", "color": "#222"}),
             dcc.Checklist(id=_ids.options(aio_id), value=options, inline=True,
-                          options=[{"label": " fold repeats", "value": "fold"},
-                                   {"label": " parameters/constants", "value": "params"}],
+                          options=[{"label": _label(" fold repeats"), "value": "fold"},
+                                   {"label": _label(" parameters/constants"), "value": "params"}],
                           inputStyle={"marginLeft": "8px"}),
             dcc.RadioItems(id=_ids.direction(aio_id), value=rankdir, inline=True,
-                           options=[{"label": " top→bottom", "value": "TB"}, {"label": " left→right", "value": "LR"}],
+                           options=[{"label": _label(" top→bottom"), "value": "TB"}, {"label": _label(" left→right"), "value": "LR"}],
                            inputStyle={"marginLeft": "8px"}),
             dcc.RadioItems(id=_ids.theme(aio_id), value=theme, inline=True,
-                           options=[{"label": " light", "value": "light"}, {"label": " dark", "value": "dark"}],
+                           options=[{"label": _label(" light"), "value": "light"}, {"label": _label(" dark"), "value": "dark"}],
                            inputStyle={"marginLeft": "8px"}),
             html.Button("Fit to screen", id=_ids.fit(aio_id), n_clicks=0, style=BUTTON),
         ], style=ROW)
