@@ -128,6 +128,7 @@ def _apply(trigger: str | None, value: Any, data: dict[str, Any], relayout: dict
         return no_update, no_update, no_update, no_update
     spec, rankdir, theme, highlight, ranges = result
     tid = data["trace"]
+    spec = state.drawn_spec(tid, spec)
     new_data = {**data, **state.spec_to_store(spec), "rankdir": rankdir, "theme": theme,
                 "highlight": highlight, "ranges": ranges, "relayout": relayout,
                 "sent": ([ranges] + list(data.get("sent") or [data["ranges"]]))[:4]}

@@ -59,7 +59,7 @@ class ModelGraph(html.Div):
         aio_id = str(uuid.uuid4()) if id is None else id
         tid = registry.register(trace)
         graph = trace.graph
-        spec = state.initial_spec(tid, depth, fold_repeats, show_params)
+        spec = state.drawn_spec(tid, state.initial_spec(tid, depth, fold_repeats, show_params))
         lay = state.layout_of(tid, spec, rankdir)
         ranges = state.full_ranges(lay)
         highlight = graph.error.node if graph.error is not None else None

@@ -54,6 +54,12 @@ def visible(trace_id: str, spec: ViewSpec) -> VisibleGraph:
     return view_mod.build_view(registry.get(trace_id).graph, spec, node_budget=NODE_BUDGET)
 
 
+def drawn_spec(trace_id: str, spec: ViewSpec) -> ViewSpec:
+    """The spec actually drawn: over the node budget, ``build_view`` collapses deeper calls, and the store
+    must hold that spec, or a click on a box the budget closed would toggle the requested state instead."""
+    return visible(trace_id, spec).spec
+
+
 def layout_of(trace_id: str, spec: ViewSpec, rankdir: str) -> Layout:
     return layout_view(visible(trace_id, spec), rankdir=rankdir)
 
