@@ -4,31 +4,28 @@ from __future__ import annotations
 
 import pytest
 import torch
+from support_models import MLP
 from torch import nn
 
 from torchvista_dash import load_trace, trace_model
 
 
-class TwoLayer(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc1 = nn.Linear(8, 16)
-        self.fc2 = nn.Linear(16, 4)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc2(torch.relu(self.fc1(x)))
-
-
 def test_figure_takes_render_and_view_options(dot_binary):
-    t = trace_model(TwoLayer(), torch.randn(2, 8))
-    fig = t.figure(depth=1, labels=True, details=True, highlight="mod:fc1", show_params=True)
+    t = trace_model(MLP(), torch.randn(2, 8))
+    fig = t.figure(depth=1, labels=True, details=True, highlight="mod:layers", show_params=True)
     ids = {c for tr in fig.data if tr.customdata is not None for c in tr.customdata}
-    assert "mod:fc1" in ids and "mod:fc2" in ids
-    assert any(n.kind == "parameter" for n in t.graph.nodes)
+    assert "mod:layers" in ids
+    assert any(tr.name and "highlight" in tr.name for tr in fig.data)
+    params = {n.id for n in t.graph.nodes if n.kind == "parameter"}
+    every_op = t.figure(depth=None, show_params=True)
+    shown = {c for tr in every_op.data if tr.customdata is not None for c in tr.customdata}
+    assert params and params <= shown                        # show_params reached the view
+    hidden = {c for tr in t.figure(depth=None).data if tr.customdata is not None for c in tr.customdata}
+    assert not params & hidden
 
 
 def test_saved_trace_draws_without_retracing(tmp_path, dot_binary):
-    t = trace_model(TwoLayer(), torch.randn(2, 8))
+    t = trace_model(MLP(), torch.randn(2, 8))
     t2 = load_trace(t.save(tmp_path / "t.json"))
     assert t2.graph == t.graph and t2.id == t.id
     fig = t2.figure(depth=None)
