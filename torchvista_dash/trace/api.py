@@ -121,12 +121,23 @@ def _finalize(rec: Recorder, model_name: str, error: BaseException | None) -> Gr
             failed_calls.update(_ancestors(rec, rec.nodes[-1].parent))
         err_info = ErrorInfo(
             type=type(error).__name__, message=str(error),
-            traceback="".join(traceback.format_exception(type(error), error, error.__traceback__)),
+            traceback=_user_traceback(error),
             node=error_node,
         )
     return Graph(nodes=tuple(rec.nodes), edges=tuple(rec.edges), module_calls=tuple(rec.build_calls(failed_calls)),
                  model_name=model_name, error=err_info,
                  versions=(("torch", torch.__version__), ("torchvista_dash", __version__)))
+
+
+def _user_traceback(error: BaseException) -> str:
+    """The exception's traceback without the tracer's own frames on top: it starts at the model's forward."""
+    te = traceback.TracebackException(type(error), error, error.__traceback__)
+    here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    skip = 0
+    while skip < len(te.stack) and os.path.abspath(te.stack[skip].filename).startswith(here):
+        skip += 1
+    te.stack = traceback.StackSummary.from_list(te.stack[skip:])
+    return "".join(te.format())
 
 
 def _ancestors(rec: Recorder, cid: str | None) -> list[str]:
