@@ -130,13 +130,12 @@ def _finalize(rec: Recorder, model_name: str, error: BaseException | None) -> Gr
 
 
 def _user_traceback(error: BaseException) -> str:
-    """The exception's traceback without the tracer's own frames on top: it starts at the model's forward."""
+    """The exception's traceback without the tracer's own frames (the call into the model on top, the
+    function mode around the failing op): it reads as the model's forward pass raising on its own."""
     te = traceback.TracebackException(type(error), error, error.__traceback__)
     here = os.path.dirname(os.path.abspath(__file__)) + os.sep
-    skip = 0
-    while skip < len(te.stack) and os.path.abspath(te.stack[skip].filename).startswith(here):
-        skip += 1
-    te.stack = traceback.StackSummary.from_list(te.stack[skip:])
+    te.stack = traceback.StackSummary.from_list(
+        [f for f in te.stack if not os.path.abspath(f.filename).startswith(here)])
     return "".join(te.format())
 
 
