@@ -16,6 +16,7 @@ BENCHMARKS = [
     ("layout", ["bench_layout.py"]),
     ("render", ["bench_render.py"]),
     ("app", ["bench_app.py"]),
+    ("dash_floor", ["bench_dash_floor.py"]),
 ]
 
 
