@@ -7,6 +7,7 @@ can be loaded, viewed and drawn on a machine without it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -189,6 +190,11 @@ class Graph:
             seen.add(c.qualname)
             total += sum(_numel(p.shape) for p in c.params if not p.is_buffer)
         return total
+
+    @cached_property
+    def content_id(self) -> str:
+        """A hash of the JSON, computed once: the same graph always gets the same id (keys registries, caches)."""
+        return hashlib.sha1(self.to_json(indent=None).encode()).hexdigest()[:16]
 
     # ---- JSON -------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

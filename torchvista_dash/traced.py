@@ -40,9 +40,7 @@ class Trace:
     @property
     def id(self) -> str:
         """A content hash: the same graph always gets the same id (keys server registries and caches)."""
-        import hashlib
-
-        return hashlib.sha1(self.graph.to_json(indent=None).encode()).hexdigest()[:16]
+        return self.graph.content_id
 
     def raise_if_failed(self) -> None:
         """Re-raise the model's own exception (with its traceback) if the forward pass failed."""

@@ -7,7 +7,6 @@ server needs no per-session memory.
 from __future__ import annotations
 
 import threading
-import weakref
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -15,7 +14,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 _lock = threading.Lock()
 _traces: dict[str, Trace] = {}
-_ids: weakref.WeakKeyDictionary[Trace, str] = weakref.WeakKeyDictionary()
 
 
 class UnknownTrace(KeyError):
@@ -27,13 +25,8 @@ class UnknownTrace(KeyError):
 
 
 def register(trace: Trace) -> str:
-    """Keep ``trace`` alive in the registry and return its id (computed once per Trace object)."""
-    with _lock:
-        tid = _ids.get(trace)
-    if tid is None:
-        tid = trace.id   # hashing the JSON: done outside the lock
-        with _lock:
-            _ids[trace] = tid
+    """Keep ``trace`` alive in the registry and return its id (the graph's content hash, computed once)."""
+    tid = trace.id
     with _lock:
         _traces.setdefault(tid, trace)
     return tid
