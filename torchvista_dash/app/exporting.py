@@ -9,6 +9,7 @@ from typing import Any
 
 from dash import dcc
 
+from ..render.export import html_page
 from . import registry, state
 
 
@@ -46,7 +47,8 @@ def export_current_view(data: dict[str, Any], fmt: str) -> dict[str, Any]:
     """A ``dcc.Download`` payload for one export button."""
     fig = current_figure(data)
     if fmt == "html":
-        return dcc.send_string(fig.to_html(include_plotlyjs=True, full_html=True), _filename(data, "html"))
+        page = html_page(fig, registry.get(data["trace"]).graph.model_name)
+        return dcc.send_string(page, _filename(data, "html"))
     if fmt == "json":
         return dcc.send_string(fig.to_json(), _filename(data, "json"))
     if fmt in ("svg", "png"):

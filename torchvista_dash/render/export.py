@@ -16,6 +16,8 @@ from .figure import SCROLL_CONFIG, make_figure
 from .static import STATIC_FORMATS, render_static
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    import plotly.graph_objects as go
+
     from ..traced import Trace
 
 FORMATS: tuple[str, ...] = ("html", "svg", "png", "pdf", "json")
@@ -69,11 +71,15 @@ def export(trace: Trace, path: str | Path, fmt: str | None = None, **figure_opti
         return render_static(trace.graph, vg, lay, path, kind, draw["theme"], highlight=draw["highlight"])
     fig = make_figure(trace.graph, vg, lay, draw["theme"], highlight=draw["highlight"], labels=draw["labels"],
                       details=draw["details"])
+    path.write_text(html_page(fig, trace.graph.model_name), encoding="utf-8")
+    return path
+
+
+def html_page(fig: go.Figure, model_name: str = "") -> str:
+    """A standalone page for ``fig``: plotly.js embedded, scroll zoom on, a fixed div id (deterministic)."""
     basic = plotlyjs.script_tag()   # scatter-only plotly.js: a quarter of the size, 4× faster first draw
     page = fig.to_html(include_plotlyjs=basic is None, full_html=True, config=SCROLL_CONFIG, div_id=HTML_DIV_ID,
                        default_width="100%", default_height="100vh")
-    title = html.escape(trace.graph.model_name or "model") + " — torchvista_dash"
+    title = html.escape(model_name or "model") + " — torchvista_dash"
     page = page.replace("<head>", f"<head><title>{title}</title>{basic or ''}", 1)
-    page = page.replace("<body>", '<body style="margin:0">', 1)
-    path.write_text(page, encoding="utf-8")
-    return path
+    return page.replace("<body>", '<body style="margin:0">', 1)
