@@ -17,7 +17,7 @@ from dash import _callback as dash_callback_registry
 from .. import view as view_mod
 from ..view_types import ViewSpec
 from . import registry, state
-from .details import details
+from .details import details, error_text
 from .ids import ids
 
 SEARCH_LIMIT = 40
@@ -170,8 +170,7 @@ def _define() -> None:
         try:
             return _apply(trigger, value, data, relayout, with_controls(data, options, direction, theme))
         except Exception as exc:   # shown in the page, not lost in a server log
-            return no_update, no_update, html.Div(f"{type(exc).__name__}: {exc}", className="tvd-app-error",
-                                                  style={"color": "#d62728"}), no_update
+            return no_update, no_update, error_text(f"{type(exc).__name__}: {exc}", className="tvd-app-error"), no_update
 
     @dash.callback(
         Output(ids.details(MATCH), "children"),
@@ -193,7 +192,7 @@ def _define() -> None:
         try:
             return details(tid, vid, members)
         except Exception as exc:
-            return html.Div(f"{type(exc).__name__}: {exc}", style={"color": "#d62728"})
+            return error_text(f"{type(exc).__name__}: {exc}")
 
     @dash.callback(
         Output(ids.search(MATCH), "options"),
@@ -226,7 +225,7 @@ def _define() -> None:
         try:
             return export_current_view(data, fmt), ""
         except Exception as exc:
-            return no_update, html.Span(f"export failed: {exc}", style={"color": "#d62728"})
+            return no_update, error_text(f"export failed: {exc}", display="inline")
 
 
 def search(graph: Any, text: str, *, exact: str | None = None) -> list[dict[str, str]]:

@@ -7,9 +7,17 @@ from functools import lru_cache
 from dash import html
 
 from ..graph import Graph, ModuleCall, Node, TensorMeta, _numel
+from ..render.style import get_theme
 from . import registry
 
 MONO = {"fontFamily": "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace", "fontSize": "12px"}
+ERROR_COLOR = get_theme("light").failed_line   # the red the figure gives failed ops and modules
+
+
+def error_text(text: str, *, bold: bool = False, className: str | None = None, **style: str) -> html.Div:
+    """A message in the app's error red (failures, bad pages, callbacks that raised)."""
+    css = {"color": ERROR_COLOR, **({"fontWeight": "bold"} if bold else {}), **style}
+    return html.Div(text, className=className, style=css)
 
 
 def fmt_meta(m: TensorMeta) -> str:
@@ -30,8 +38,8 @@ def header(graph: Graph) -> list:
             n = graph.node_by_id[graph.error.node]
             owner = graph.call_by_id[n.parent].qualname if n.parent in graph.call_by_id else ""
             where = f" (in {n.name}" + (f", {owner}" if owner else "") + ")"
-        parts.append(html.Div(f"Forward pass failed{where}: {graph.error.type}: {graph.error.message}",
-                              className="tvd-error", style={"color": "#d62728", "fontWeight": "bold"}))
+        parts.append(error_text(f"Forward pass failed{where}: {graph.error.type}: {graph.error.message}",
+                                bold=True, className="tvd-error"))
     return parts
 
 
@@ -90,7 +98,7 @@ def _module(trace_id: str, call: ModuleCall) -> list:
                         html.Td("yes" if p.trainable else "no")]) for p in call.params],
             className="tvd-params-table"))
     if call.failed:
-        out.append(html.Div("the forward pass failed inside this module", style={"color": "#d62728"}))
+        out.append(error_text("the forward pass failed inside this module"))
     return out
 
 
@@ -110,8 +118,7 @@ def _node(graph: Graph, node: Node) -> list:
     if node.error is not None:
         err = graph.error
         message = node.error if err is None or node.error.startswith(err.type) else f"{err.type}: {node.error}"
-        out.append(html.Div(message, className="tvd-error",
-                            style={"color": "#d62728", "fontWeight": "bold"}))
+        out.append(error_text(message, bold=True, className="tvd-error"))
         if err is not None and err.traceback:
             out.append(html.Pre(err.traceback, style={**MONO, "whiteSpace": "pre-wrap", "maxHeight": "240px",
                                                       "overflow": "auto"}))

@@ -20,6 +20,7 @@ from ..render import plotlyjs
 from ..traced import Trace
 from . import callbacks, registry
 from .component import ModelGraph
+from .details import error_text
 
 _apps = 0
 _app_lock = threading.Lock()
@@ -42,7 +43,7 @@ def _page_for(query: dict[str, list[str]], traces: Sequence[Trace], gallery: boo
         options = _query_options(query, options)
         return _page(query, traces, gallery, options)
     except (ValueError, TypeError, registry.UnknownTrace) as exc:
-        return html.Div(f"cannot show this page: {exc}", style={"color": "#d62728", "padding": "8px"})
+        return error_text(f"cannot show this page: {exc}", padding="8px")
 
 
 def _page(query: dict[str, list[str]], traces: Sequence[Trace], gallery: bool, options: dict[str, Any]) -> Any:
@@ -54,7 +55,7 @@ def _page(query: dict[str, list[str]], traces: Sequence[Trace], gallery: bool, o
 
         name = query.get("demo", [next(iter(DEMOS))])[0]
         if name not in DEMOS:
-            return html.Div(f"no demo named {name!r}; choose one of: {', '.join(DEMOS)}", style={"color": "#d62728"})
+            return error_text(f"no demo named {name!r}; choose one of: {', '.join(DEMOS)}")
         return ModelGraph(demo_trace(name), id="gallery", **options)
     if traces:
         return ModelGraph(traces[0], id="main", **options)
