@@ -153,14 +153,6 @@ class Graph:
             out.setdefault(c.parent, []).append(c.id)
         return out
 
-    @cached_property
-    def nodes_in_call(self) -> dict[str | None, list[str]]:
-        """Call id (None for top level) → ids of the nodes directly inside it."""
-        out: dict[str | None, list[str]] = {}
-        for n in self.nodes:
-            out.setdefault(n.parent, []).append(n.id)
-        return out
-
     def ancestors(self, call_or_node_parent: str | None) -> list[str]:
         """Call ids from ``call_or_node_parent`` up to the top, innermost first."""
         chain: list[str] = []
