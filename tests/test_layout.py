@@ -214,3 +214,36 @@ def _dot_children() -> list[int]:
         if comm == "dot" and ppid == os.getpid():
             out.append(int(stat.parent.name))
     return out
+
+
+def test_layout_run_writes_only_what_moves_something(dot_binary):
+    """The layout run's DOT leaves out node text, fonts and styling (boxes are fixedsize); dot places
+    everything exactly where it does for the full DOT that ``to_dot`` writes."""
+    from torchvista_dash.layout.dot import build_dot
+    from torchvista_dash.layout.parse import parse_json
+
+    for name, vg in _views():
+        lean, lean_names = build_dot(vg)
+        full, full_names = build_dot(vg, ids=True)
+        assert "label" not in str(lean.get_node(str(0))[0].get_attributes()), name
+        a = parse_json(layout.run_dot(lean.to_string(), layout.DOT_FORMAT), vg, lean_names, "TB")
+        b = parse_json(layout.run_dot(full.to_string(), layout.DOT_FORMAT), vg, full_names, "TB")
+        assert a.nodes == b.nodes and a.clusters == b.clusters, name
+        assert [(e.points, e.label_pos) for e in a.edges] == [(e.points, e.label_pos) for e in b.edges], name
+
+
+def test_spline_polylines_read_dots_pos_strings():
+    from torchvista_dash.layout.parse import spline_points, spline_polylines
+
+    straight = "e,0,30 0,0 0,10 0,20 0,27"                  # control points on the chord: end point only
+    curved = "s,1,1 e,50,60 0,0 30,0 40,10 40,40"           # one bent piece: 4 samples on the Bézier
+    long = "e,9,9 0,0 1,1 2,2 3,3 3,3\\\n 5,8 9,4"            # dot's line continuation inside a pos
+    lines = spline_polylines([straight, curved, long])
+    assert lines == [spline_points(straight), spline_points(curved), spline_points(long)]
+    assert lines[0] == ((0.0, 0.0), (0.0, 27.0), (0.0, 30.0))
+    pts = lines[1]
+    assert pts[0] == (1.0, 1.0) and pts[1] == (0.0, 0.0) and pts[-1] == (50.0, 60.0) and len(pts) == 7
+    assert pts[-2] == (40.0, 40.0)                           # t = 1 is the piece's last control point
+    assert pts[3] == (0.125 * 0 + 0.375 * 30 + 0.375 * 40 + 0.125 * 40, 0.375 * 10 + 0.125 * 40)   # t = 1/2
+    assert all(isinstance(v, float) for p in lines[2] for v in p) and lines[2][-1] == (9.0, 9.0)
+    assert spline_polylines([]) == []

@@ -1,7 +1,7 @@
 """VisibleGraph → pydot DOT: nested clusters, node sizes estimated from label text, deterministic order.
 
-DOT names are short positional names (``v12``, ``cluster_c3``) so no id ever needs quoting; ``to_dot`` adds the
-visible ids as Graphviz ``id`` attributes (element ids in Graphviz's own SVG output).
+DOT names are positional (node ``12``, subgraph ``cluster3``) so no id ever needs quoting; ``to_dot`` adds the
+visible ids as Graphviz ``id`` attributes (element ids in Graphviz's own SVG output) and the node labels.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ RANKDIRS = ("TB", "LR", "BT", "RL")
 # Graph attributes. newrank lets ranks span clusters (more compact with deep nesting). Iteration caps
 # (nslimit/mclimit/searchsize) were measured on graphs up to 2,000 nodes and bought nothing (bench/results/
 # layout.md, last column), so dot keeps its defaults and its full layout quality.
-GRAPH_ATTRS: dict[str, str] = {"newrank": "true", "nodesep": "0.25", "ranksep": "0.3", "outputorder": "edgesfirst"}
+GRAPH_ATTRS: dict[str, str] = {"newrank": "true", "nodesep": "0.25", "ranksep": "0.3"}
+DRAWING_ATTRS: dict[str, str] = {"labeljust": "l", "style": "rounded", "color": "gray50", "outputorder": "edgesfirst"}
 
 
 TWO_LINE_HEIGHT = FONT_SIZE * 1.4 + 2 * PAD_Y + SUB_FONT_SIZE * 1.3
@@ -84,23 +85,29 @@ def build_dot(vg: VisibleGraph, rankdir: str = "TB", *, ids: bool = False) -> tu
     """The DOT for ``vg`` and the name mapping to read dot's output back.
 
     Edges are written in ``vg.edges`` order (dot numbers them so). ``ids`` adds the visible ids as Graphviz
-    ``id`` attributes, which only Graphviz's own SVG uses; the layout run leaves them out (less to write)."""
+    ``id`` attributes and the node labels, which only Graphviz's own drawing uses. The layout run leaves both
+    out: boxes are ``fixedsize`` (sized here from their text), so a node's text cannot move anything, and
+    unwritten text is neither quoted by pydot nor echoed back in dot's JSON."""
     check_rankdir(rankdir)
     text = _quote if ids else _Quoted
-    # cluster styling lives on the root graph, which every cluster inherits (less DOT to write and parse)
+    # Only what moves something goes into the layout run: every attribute written is echoed back for each
+    # object in dot's JSON. Styling (and node fonts: boxes are fixedsize) is for Graphviz's own drawing only.
+    # Cluster attributes live on the root graph, which every cluster inherits.
     g = pydot.Dot("view", graph_type="digraph", rankdir=rankdir, fontname=FONT_NAME, fontsize=str(CLUSTER_FONT_SIZE),
-                  labeljust="l", style="rounded", color="gray50", **GRAPH_ATTRS)
+                  **GRAPH_ATTRS, **(DRAWING_ATTRS if ids else {}))
     two_lines = round(TWO_LINE_HEIGHT / 72, 4)   # most boxes carry a shape line: make theirs the default height
-    g.set_node_defaults(shape="box", fixedsize="true", fontname=FONT_NAME, fontsize=str(FONT_SIZE), height=two_lines,
-                        style="rounded")
+    node_drawing = {"fontname": FONT_NAME, "fontsize": str(FONT_SIZE), "style": "rounded"} if ids else {}
+    g.set_node_defaults(shape="box", fixedsize="true", height=two_lines, **node_drawing)
     g.set_edge_defaults(fontname=FONT_NAME, fontsize=str(EDGE_FONT_SIZE), arrowsize="0.6")
 
-    subgraphs: dict[str | None, pydot.Dot | pydot.Cluster] = {None: g}
+    subgraphs: dict[str | None, pydot.Dot | pydot.Subgraph] = {None: g}
     cluster_names: dict[str, str] = {}
     failed_parent = {c.id: c.failed for c in vg.clusters}
     for i, c in enumerate(vg.clusters):
-        sub = pydot.Cluster(f"c{i}", label=text(c.label))
-        if c.failed or failed_parent.get(c.parent, False):   # nested clusters inherit their parent's color
+        # a subgraph named cluster<i> is a Graphviz cluster; pydot.Cluster would add "_", which makes pydot
+        # scan the name for characters to quote
+        sub = pydot.Subgraph(f"cluster{i}", label=text(c.label))
+        if ids and (c.failed or failed_parent.get(c.parent, False)):   # nested clusters inherit their parent's color
             sub.set("color", "red" if c.failed else "gray50")
         if ids:
             sub.set("id", _quote(c.id))
@@ -111,26 +118,26 @@ def build_dot(vg: VisibleGraph, rankdir: str = "TB", *, ids: bool = False) -> tu
         parent.add_subgraph(subgraphs[c.id])
 
     node_names: dict[str, str] = {}
-    dot_name: dict[str, str] = {}
+    dot_name: dict[str, int] = {}
     for i, n in enumerate(vg.nodes):
-        name = f"v{i}"
-        node_names[name] = n.id
-        dot_name[n.id] = name
+        # int names: pydot writes int edge endpoints as they are, with no quoting scan
+        node_names[str(i)] = n.id
+        dot_name[n.id] = i
         w, h = node_size(n)
-        label = n.label + ("\n" + n.sublabel if n.sublabel else "")
         # sizes in inches as floats: pydot writes numbers as they are (no quoting scan)
-        attrs: dict[str, object] = {"label": text(label), "width": round(w / 72, 4)}
+        attrs: dict[str, object] = {"width": round(w / 72, 4)}
         if round(h / 72, 4) != two_lines:
             attrs["height"] = round(h / 72, 4)
         if ids:
+            attrs["label"] = _quote(n.label + ("\n" + n.sublabel if n.sublabel else ""))
             attrs["id"] = _quote(n.id)
         if n.kind == "folded":
             attrs["peripheries"] = "2"
-        if n.kind in ("input", "output"):
+        if ids and n.kind in ("input", "output"):
             attrs["style"] = "rounded,bold"
-        if n.failed:
+        if ids and n.failed:
             attrs["color"] = "red"
-        subgraphs.get(n.parent, g).add_node(pydot.Node(name, **attrs))
+        subgraphs.get(n.parent, g).add_node(pydot.Node(i, **attrs))
 
     for e in vg.edges:
         attrs = {"label": text(e.label)} if e.label else {}
