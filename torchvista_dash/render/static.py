@@ -171,13 +171,12 @@ def neato_binary() -> str:
     return exe
 
 
-def render_static(graph: Graph, vg: VisibleGraph, layout: Layout, path: str | Path, fmt: str,
-                  theme: str = "light", *, highlight: str | None = None) -> Path:
-    """Write ``fmt`` (svg, png, pdf) to ``path`` with Graphviz, from the same geometry as the figure."""
+def static_image(graph: Graph, vg: VisibleGraph, layout: Layout, fmt: str, theme: str = "light", *,
+                 highlight: str | None = None) -> bytes:
+    """``fmt`` (svg, png, pdf) drawn by Graphviz from the same geometry as the figure."""
     if fmt not in STATIC_FORMATS:
         raise ValueError(f"render_static draws {', '.join(STATIC_FORMATS)}, not {fmt!r}")
     dot = to_static_dot(graph, vg, layout, theme, highlight=highlight)
-    path = Path(path)
     cmd = [neato_binary(), "-n2", f"-T{fmt}"]
     if fmt == "png":
         x0, y0, x1, y1 = _bounds(layout)
@@ -187,5 +186,13 @@ def render_static(graph: Graph, vg: VisibleGraph, layout: Layout, path: str | Pa
     if proc.returncode != 0 or not proc.stdout:
         raise RuntimeError(f"Graphviz failed to render {fmt} (exit {proc.returncode}): "
                            f"{proc.stderr.decode('utf-8', 'replace').strip()[:2000]}")
-    path.write_bytes(proc.stdout)
+    return proc.stdout
+
+
+def render_static(graph: Graph, vg: VisibleGraph, layout: Layout, path: str | Path, fmt: str,
+                  theme: str = "light", *, highlight: str | None = None) -> Path:
+    """Write ``fmt`` (svg, png, pdf) to ``path`` with Graphviz, from the same geometry as the figure."""
+    data = static_image(graph, vg, layout, fmt, theme, highlight=highlight)
+    path = Path(path)
+    path.write_bytes(data)
     return path
