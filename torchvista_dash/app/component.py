@@ -59,15 +59,9 @@ class ModelGraph(html.Div):
         aio_id = str(uuid.uuid4()) if id is None else id
         tid = registry.register(trace)
         graph = trace.graph
-        spec = state.drawn_spec(tid, state.initial_spec(tid, depth, fold_repeats, show_params))
-        lay = state.layout_of(tid, spec, rankdir)
-        ranges = state.full_ranges(lay)
-        highlight = graph.error.node if graph.error is not None else None
+        spec, highlight = state.first_view(tid, depth, fold_repeats, show_params)
+        ranges = state.full_ranges(state.layout_of(tid, spec, rankdir))
         vg = state.visible(tid, spec)
-        if highlight is not None:
-            from .. import view as view_mod
-
-            highlight = view_mod.visible_id_of(graph, vg, highlight)
         figure = state.figure_with_ranges(tid, spec, rankdir, theme, highlight, ranges)
         store = {"trace": tid, **state.spec_to_store(spec), "rankdir": rankdir, "theme": theme,
                  "ranges": ranges, "relayout": None, "highlight": highlight, "sent": [ranges]}

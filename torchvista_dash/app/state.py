@@ -48,6 +48,18 @@ def initial_spec(trace_id: str, depth: int | None = 1, fold_repeats: bool = True
     return spec
 
 
+def first_view(trace_id: str, depth: int | None = 1, fold_repeats: bool = True,
+               show_params: bool = False) -> tuple[ViewSpec, str | None]:
+    """The spec a ModelGraph draws first (after any budget collapse) and the visible id it highlights (the
+    failing op of a failed trace)."""
+    spec = drawn_spec(trace_id, initial_spec(trace_id, depth, fold_repeats, show_params))
+    graph = registry.get(trace_id).graph
+    highlight = graph.error.node if graph.error is not None else None
+    if highlight is not None:
+        highlight = view_mod.visible_id_of(graph, visible(trace_id, spec), highlight)
+    return spec, highlight
+
+
 # ---- cached pipeline -----------------------------------------------------------------------
 @lru_cache(maxsize=256)
 def visible(trace_id: str, spec: ViewSpec) -> VisibleGraph:
