@@ -18,7 +18,7 @@ from dash import Input, Output, State, dcc, html
 
 from ..render import plotlyjs
 from ..traced import Trace
-from . import callbacks, registry
+from . import callbacks, firstpaint, registry
 from .component import ModelGraph
 from .details import error_text
 
@@ -46,20 +46,66 @@ def _page_for(query: dict[str, list[str]], traces: Sequence[Trace], gallery: boo
         return error_text(f"cannot show this page: {exc}", padding="8px")
 
 
-def _page(query: dict[str, list[str]], traces: Sequence[Trace], gallery: bool, options: dict[str, Any]) -> Any:
+def _target(query: dict[str, list[str]], traces: Sequence[Trace], gallery: bool) -> tuple[Trace, str] | str:
+    """The trace a page shows and its ModelGraph id, or the message the page shows instead."""
     if "trace" in query:
         tid = query["trace"][0]
-        return ModelGraph(registry.get(tid), id=f"trace-{tid}", **options)
+        return registry.get(tid), f"trace-{tid}"
     if gallery:
         from ..demos import DEMOS, demo_trace
 
         name = query.get("demo", [next(iter(DEMOS))])[0]
         if name not in DEMOS:
-            return error_text(f"no demo named {name!r}; choose one of: {', '.join(DEMOS)}")
-        return ModelGraph(demo_trace(name), id="gallery", **options)
+            return f"no demo named {name!r}; choose one of: {', '.join(DEMOS)}"
+        return demo_trace(name), "gallery"
     if traces:
-        return ModelGraph(traces[0], id="main", **options)
-    return html.Div("Nothing to show: open /?trace=<id> or start with a TARGET.")
+        return traces[0], "main"
+    return "Nothing to show: open /?trace=<id> or start with a TARGET."
+
+
+def _page(query: dict[str, list[str]], traces: Sequence[Trace], gallery: bool, options: dict[str, Any]) -> Any:
+    target = _target(query, traces, gallery)
+    if isinstance(target, str):
+        return error_text(target) if gallery and "demo" in query else html.Div(target)
+    trace, aio_id = target
+    return ModelGraph(trace, id=aio_id, **options)
+
+
+PICTURE_OPTIONS = ("depth", "theme", "rankdir", "fold_repeats", "show_params", "height")
+
+
+def _first_picture(query: dict[str, list[str]], traces: Sequence[Trace], gallery: bool,
+                   options: dict[str, Any]) -> str:
+    """The page's first picture (firstpaint.py), or "" when the page shows no graph or it cannot be drawn."""
+    try:
+        options = _query_options(query, options)
+        target = _target(query, traces, gallery)
+        if isinstance(target, str):
+            return ""
+        tid = registry.register(target[0])
+        return firstpaint.first_picture_html(tid, **{k: v for k, v in options.items() if k in PICTURE_OPTIONS})
+    except Exception:   # the page itself reports what is wrong; the picture is only a head start
+        return ""
+
+
+class _App(dash.Dash):
+    """A Dash app whose page HTML carries the first picture of its graph and preloads the layout."""
+
+    def __init__(self, *args: Any, first_picture: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._first_picture = first_picture
+
+    def interpolate_index(self, **kwargs: Any) -> str:
+        from flask import has_request_context, request
+
+        if self._first_picture is not None and has_request_context():
+            kwargs["app_entry"] = self._first_picture(parse_qs(request.query_string.decode())) + kwargs["app_entry"]
+            # the renderer's own request for the layout, started now instead of after its scripts have run
+            # (it reuses this response: same URL, method and credentials)
+            prefix = self.config.requests_pathname_prefix or "/"
+            kwargs["metas"] += (f'\n<link rel="preload" as="fetch" crossorigin="anonymous" '
+                                f'href="{prefix}_dash-layout">')
+        return super().interpolate_index(**kwargs)
 
 
 def _referrer_query() -> str:
@@ -103,8 +149,9 @@ def make_app(traces: Sequence[Trace] = (), *, gallery: bool = False, title: str 
         _apps += 1
         name = f"torchvista_dash_app_{_apps}"
     callbacks.ensure_registered()
-    app = dash.Dash(name, title=title, update_title=None, requests_pathname_prefix=requests_pathname_prefix,
-                    suppress_callback_exceptions=True)
+    app = _App(name, title=title, update_title=None, requests_pathname_prefix=requests_pathname_prefix,
+               suppress_callback_exceptions=True,
+               first_picture=lambda query: _first_picture(query, traces, gallery, options))
     use_basic_plotly(app)
 
     def layout() -> Any:
@@ -142,6 +189,9 @@ def make_app(traces: Sequence[Trace] = (), *, gallery: bool = False, title: str 
     # put them back for any later app in this process.
     app.server.test_client().get("/_tvd_setup")
     callbacks.ensure_registered()
+    # lay out and draw the default page's first view now, so the first browser finds it cached
+    threading.Thread(target=_first_picture, args=({}, traces, gallery, options), name="tvd-warm-up",
+                     daemon=True).start()
     return app
 
 

@@ -1,0 +1,63 @@
+"""The first picture: a page's initial view, drawn on the server as SVG and sent inside the page's HTML.
+
+A Dash page draws nothing until its scripts have run, the renderer has fetched the layout and React has
+mounted: about half a second on a cold browser cache, a floor of Dash's own (bench/bench_dash_floor.py).
+The browser paints this picture as soon as the HTML arrives. It is the same geometry and colours as the
+plotly figure (Graphviz draws the cached Layout, render/static.py), sits where the graph will be, and a CSS
+rule hides it once plotly has drawn. It needs no JavaScript, and it takes no clicks (``pointer-events:
+none``): the graph becomes interactive when plotly has drawn, as before.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from functools import lru_cache
+
+from ..render.static import static_image
+from ..view_types import ViewSpec
+from . import registry, state
+from .component import THEMES
+
+PICTURE_ID = "tvd-first-picture"
+
+# Hidden as soon as any plotly graph on the page has drawn (plotly's main-svg appears in the same frame).
+STYLE = f"""<style>
+#{PICTURE_ID} {{position: absolute; top: 0; left: 0; right: 0; min-height: 100vh; z-index: 5;
+  pointer-events: none; padding: 8px; box-sizing: border-box; font: 14px system-ui, sans-serif;}}
+#{PICTURE_ID} .tvd-picture {{width: calc(100% - 350px); margin-top: 130px;}}
+#{PICTURE_ID} .tvd-picture-head {{position: absolute; top: 8px; left: 8px;}}
+body:has(.js-plotly-plot .main-svg) #{PICTURE_ID} {{display: none;}}
+</style>"""
+
+
+@lru_cache(maxsize=64)
+def picture_svg(trace_id: str, spec: ViewSpec, rankdir: str, theme: str, highlight: str | None) -> bytes:
+    """The view drawn by Graphviz from the cached layout, as the SVG export draws it (cached per view)."""
+    graph = registry.get(trace_id).graph
+    return static_image(graph, state.visible(trace_id, spec), state.layout_of(trace_id, spec, rankdir), "svg",
+                        theme, highlight=highlight)
+
+
+def first_picture_html(trace_id: str, *, depth: int | None = 1, theme: str = "light", rankdir: str = "TB",
+                       fold_repeats: bool = True, show_params: bool = False, height: str = "72vh") -> str:
+    """The overlay (style, model name, picture) for the view a ModelGraph with these options draws first."""
+    spec, highlight = state.first_view(trace_id, depth, fold_repeats, show_params)
+    svg = picture_svg(trace_id, spec, rankdir, theme, highlight)
+    graph = registry.get(trace_id).graph
+    colours = THEMES.get(theme, THEMES["light"])
+    page = f"background: {colours['background']}; color: {colours['color']};"
+    # the SVG inline (an <img> of it would wait for an image decode behind Dash's scripts), scaled to fit
+    body = svg.decode("utf-8")
+    body = body[body.index("<svg"):]
+    head_end = body.index(">")
+    tag = re.sub(r'\s(width|height)="[^"]*"', "", body[:head_end])
+    body = f'{tag} width="100%" height="100%" preserveAspectRatio="xMidYMid meet"' + body[head_end:]
+    name = html.escape(graph.model_name or "model")
+    # The header line comes after the picture in the page (CSS puts it on top), so when it is painted the
+    # whole picture has been parsed: its element timing is the picture's first paint (bench/bench_app.py).
+    return (f'{STYLE}<div id="{PICTURE_ID}" style="{page}" aria-hidden="true">'
+            f'<div class="tvd-picture" style="height: {html.escape(height)};">{body}</div>'
+            f'<div class="tvd-picture-head" elementtiming="{PICTURE_ID}"><b>{name}</b> · '
+            f"{graph.total_params:,} parameters · {graph.op_count:,} ops · loading the interactive view…</div>"
+            "</div>")
