@@ -132,16 +132,32 @@ def _apply(trigger: str | None, value: Any, data: dict[str, Any], relayout: dict
     new_data = {**data, **state.spec_to_store(spec), "rankdir": rankdir, "theme": theme,
                 "highlight": highlight, "ranges": ranges, "relayout": relayout,
                 "sent": ([ranges] + list(data.get("sent") or [data["ranges"]]))[:4]}
-    if (spec, rankdir, theme, highlight) == (state.spec_from_store(data), data.get("rankdir"),
-                                             data.get("theme"), data.get("highlight")):
+    old_spec = state.spec_from_store(data)
+    if (spec, rankdir, theme, highlight) == (old_spec, data.get("rankdir"), data.get("theme"), data.get("highlight")):
         fig: Any = Patch()                  # only the ranges move: send two numbers, not the figure
         fig["layout"]["xaxis"]["range"] = ranges[0]
         fig["layout"]["yaxis"]["range"] = ranges[1]
     else:
         fig = state.figure_with_ranges(tid, spec, rankdir, theme, highlight, ranges)
-    notes = [html.Div(n) for n in state.visible(tid, spec).notes]
+    # unchanged outputs are not sent: each one sent costs the browser a React update on every click
+    new_notes = state.visible(tid, spec).notes
+    notes = (no_update if new_notes == state.visible(tid, old_spec).notes
+             else [html.Div(n) for n in new_notes])
+    style = no_update if theme == data.get("theme", "light") else _theme_style(theme)
     state.precompute_neighbours(tid, spec, rankdir, theme)
-    return fig, new_data, notes, _theme_style(theme)
+    return fig, new_data, notes, style
+
+
+def details_for(trigger: str | None, value: Any, data: dict[str, Any]) -> Any:
+    """The details panel after one action: the clicked box or the chosen search hit (no_update otherwise)."""
+    if trigger not in ("graph", "search") or not value:
+        return no_update
+    tid = data["trace"]
+    members: tuple[str, ...] = ()
+    if value.startswith("fold:"):
+        node = next((n for n in state.visible(tid, state.spec_from_store(data)).nodes if n.id == value), None)
+        members = node.members if node is not None else ()
+    return details(tid, value, members)
 
 
 def _define() -> None:
@@ -172,6 +188,7 @@ def _define() -> None:
         except Exception as exc:   # shown in the page, not lost in a server log
             return no_update, no_update, error_text(f"{type(exc).__name__}: {exc}", className="tvd-app-error"), no_update
 
+    # The details panel has its own callback: its answer is drawn after (not with) the graph's.
     @dash.callback(
         Output(ids.details(MATCH), "children"),
         Input(ids.graph(MATCH), "clickData"),
@@ -180,17 +197,9 @@ def _define() -> None:
         prevent_initial_call=True,
     )
     def show_details(click, search, data):
-        tid = data["trace"]
-        vid = search if ctx.triggered_id and ctx.triggered_id.get("subcomponent") == "search" else clicked_id(click)
-        if vid is None:
-            return no_update
-        members: tuple[str, ...] = ()
-        if vid.startswith("fold:"):
-            spec = state.spec_from_store(data)
-            node = next((n for n in state.visible(tid, spec).nodes if n.id == vid), None)
-            members = node.members if node is not None else ()
+        trigger = ctx.triggered_id.get("subcomponent") if isinstance(ctx.triggered_id, dict) else None
         try:
-            return details(tid, vid, members)
+            return details_for(trigger, search if trigger == "search" else clicked_id(click), data)
         except Exception as exc:
             return error_text(f"{type(exc).__name__}: {exc}")
 
