@@ -66,3 +66,12 @@ def test_picture_gives_way_to_the_interactive_graph(page: Any, gallery_url: str)
     wait_drawn(page, "gallery")
     assert picture.evaluate("e => getComputedStyle(e).display") == "none"
     assert picture.evaluate("e => getComputedStyle(e).pointerEvents") == "none"
+
+
+def test_too_big_a_picture_is_not_sent(dot_binary, monkeypatch) -> None:
+    from torchvista_dash.app import firstpaint, registry
+
+    tid = registry.register(demo_trace("mlp"))
+    assert "<svg" in firstpaint.first_picture_html(tid)
+    monkeypatch.setattr(firstpaint, "MAX_PICTURE_BYTES", 2_000)      # as if the view had thousands of boxes
+    assert firstpaint.first_picture_html(tid) == ""

@@ -20,6 +20,10 @@ from . import registry, state
 from .component import THEMES
 
 PICTURE_ID = "tvd-first-picture"
+# Bigger pictures (about 500 boxes and more) would slow the page they are meant to speed up: it has to parse
+# them before it runs Dash's scripts. Such pages draw as before, when plotly is ready.
+MAX_PICTURE_BYTES = 600_000
+_COMMENTS_AND_TITLES = re.compile(r"<!--.*?-->|<title>.*?</title>", re.S)
 
 # Hidden as soon as any plotly graph on the page has drawn (plotly's main-svg appears in the same frame).
 STYLE = f"""<style>
@@ -41,15 +45,19 @@ def picture_svg(trace_id: str, spec: ViewSpec, rankdir: str, theme: str, highlig
 
 def first_picture_html(trace_id: str, *, depth: int | None = 1, theme: str = "light", rankdir: str = "TB",
                        fold_repeats: bool = True, show_params: bool = False, height: str = "72vh") -> str:
-    """The overlay (style, model name, picture) for the view a ModelGraph with these options draws first."""
+    """The overlay (style, picture, model name) for the view a ModelGraph with these options draws first; ""
+    when the picture would be too big to be worth sending."""
     spec, highlight = state.first_view(trace_id, depth, fold_repeats, show_params)
     svg = picture_svg(trace_id, spec, rankdir, theme, highlight)
     graph = registry.get(trace_id).graph
     colours = THEMES.get(theme, THEMES["light"])
     page = f"background: {colours['background']}; color: {colours['color']};"
-    # the SVG inline (an <img> of it would wait for an image decode behind Dash's scripts), scaled to fit
-    body = svg.decode("utf-8")
+    # the SVG inline (an <img> of it would wait for an image decode behind Dash's scripts), scaled to fit,
+    # without Graphviz's comments and tooltips
+    body = _COMMENTS_AND_TITLES.sub("", svg.decode("utf-8"))
     body = body[body.index("<svg"):]
+    if len(body) > MAX_PICTURE_BYTES:
+        return ""
     head_end = body.index(">")
     tag = re.sub(r'\s(width|height)="[^"]*"', "", body[:head_end])
     body = f'{tag} width="100%" height="100%" preserveAspectRatio="xMidYMid meet"' + body[head_end:]
