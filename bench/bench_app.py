@@ -15,7 +15,8 @@ Playwright, the test suite's flags), same machine, same run.
   served by ``make_app`` from a thread of this process (the Dash server, as ``serve`` runs it); "cold" is the
   first load after the server started (which lays out and draws the first view in the background at start),
   "warm" the median of ``--loads`` later loads. torchvista's page is its own HTML export (file://), laid out
-  in the browser each time, clickable when drawn: median of ``--loads``.
+  in the browser each time, clickable when drawn: median of ``--loads``. Ours is also loaded, in turn, from
+  a second server without the first picture (``make_app(first_picture=False)``): what the picture costs.
 - Click-to-drawn: a real mouse click on a collapsed module's expand target (ours: the box; torchvista: its
   ⊕ button), timed from just before the click to the first animation frame showing the opened module; then
   a click on its collapse target, timed the same way. Median of ``--clicks`` of each.
@@ -105,10 +106,11 @@ def ours(browser: Any, trace: Any, path: list[str], loads: int, clicks: int) -> 
 
     clear_cache()
     srv = BackgroundServer(make_app([trace], fold_repeats=False, depth=2))
+    plain = BackgroundServer(make_app([trace], fold_repeats=False, depth=2, first_picture=False))
     url = srv.url
     try:
-        draws, pictures = [], []
-        for _ in range(loads + 1):
+        draws, pictures, without = [], [], []
+        for i in range(loads + 1):
             ctx = browser.new_context(viewport={"width": 1400, "height": 900})
             page = ctx.new_page()
             page.goto(url, wait_until="commit")
@@ -116,6 +118,13 @@ def ours(browser: Any, trace: Any, path: list[str], loads: int, clicks: int) -> 
             draws.append(page.evaluate("performance.now()"))
             pictures.append(page.evaluate(OURS_PICTURE))
             ctx.close()
+            if i:   # the same page without the first picture, loaded in turn: what the picture costs
+                ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+                page = ctx.new_page()
+                page.goto(plain.url, wait_until="commit")
+                page.wait_for_function(OURS_DRAWN, arg=_dom("main"), polling="raf", timeout=TIMEOUT_MS)
+                without.append(page.evaluate("performance.now()"))
+                ctx.close()
         ctx = browser.new_context(viewport={"width": 1400, "height": 900})
         page = ctx.new_page()
         page.goto(url)
@@ -134,7 +143,9 @@ def ours(browser: Any, trace: Any, path: list[str], loads: int, clicks: int) -> 
         ctx.close()
     finally:
         srv.stop()
-    return {"cold": draws[0], "warm": statistics.median(draws[1:]), "picture_cold": pictures[0],
+        plain.stop()
+    return {"cold": draws[0], "warm": statistics.median(draws[1:]), "without_picture": statistics.median(without),
+            "picture_cold": pictures[0],
             "picture": statistics.median(p for p in pictures[1:] if p is not None), "open": statistics.median(opens),
             "close": statistics.median(closes), "first_open": opens[0]}
 
@@ -279,13 +290,14 @@ def render(rows: list[tuple[str, int, dict[str, Any], dict[str, Any]]], args: ar
         "(below 1.0: ours is faster).",
         "",
         "| model | ops | first picture: ours cold | ours warm | interactive: ours cold | ours warm "
-        "| torchvista first draw | ratio first picture (warm) | ratio interactive (warm) "
-        "| open click: ours | torchvista | ratio | close click: ours | torchvista | ratio |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| interactive without the picture (warm) | torchvista first draw | ratio first picture (warm) "
+        "| ratio interactive (warm) | open click: ours | torchvista | ratio | close click: ours | torchvista | ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for title, ops, o, t in rows:
         lines.append(
             f"| {title} | {ops} | {_ms(o['picture_cold'])} | {_ms(o['picture'])} | {o['cold']:.0f} | {o['warm']:.0f} "
+            f"| {o['without_picture']:.0f} "
             f"| {t['warm']:.0f} | {o['picture'] / t['warm']:.2f} | {o['warm'] / t['warm']:.2f} "
             f"| {o['open']:.0f} | {t['open']:.0f} | {o['open'] / t['open']:.2f} "
             f"| {o['close']:.0f} | {t['close']:.0f} | {o['close'] / t['close']:.2f} |")

@@ -4,7 +4,8 @@ Command (from the repository root):
     .venv/bin/python docs/make_images.py        # or: make images
 
 Writes docs/img/gallery.png (default view), docs/img/expanded.png (one module opened by a click),
-docs/img/failed.png (the failing demo) and docs/img/dark.png (dark theme).
+docs/img/failed.png (the failing demo), docs/img/dark.png (dark theme) and docs/img/first_picture.png (what
+the page shows before Dash's scripts have run: taken with JavaScript off).
 """
 
 from __future__ import annotations
@@ -70,11 +71,17 @@ def main() -> None:
             page.goto(srv.url + "?demo=unet&theme=dark")
             drawn(page)
             page.screenshot(path=str(OUT / "dark.png"))
+            no_js = browser.new_context(viewport={"width": 1400, "height": 860}, java_script_enabled=False)
+            first = no_js.new_page()
+            first.goto(srv.url + "?demo=gpt")
+            first.wait_for_selector("#tvd-first-picture svg")
+            first.screenshot(path=str(OUT / "first_picture.png"))
+            no_js.close()
             browser.close()
     finally:
         srv.stop()
     time.sleep(0.1)
-    for name in ("gallery", "expanded", "failed", "dark"):
+    for name in ("gallery", "expanded", "failed", "dark", "first_picture"):
         print(OUT / f"{name}.png")
 
 

@@ -75,3 +75,12 @@ def test_too_big_a_picture_is_not_sent(dot_binary, monkeypatch) -> None:
     assert "<svg" in firstpaint.first_picture_html(tid)
     monkeypatch.setattr(firstpaint, "MAX_PICTURE_BYTES", 2_000)      # as if the view had thousands of boxes
     assert firstpaint.first_picture_html(tid) == ""
+
+
+def test_an_app_can_go_without_the_picture(dot_binary) -> None:
+    srv = start(make_app([demo_trace("mlp")], first_picture=False))
+    try:
+        page = requests.get(srv.url, timeout=30).text
+        assert PICTURE_ID not in page and "_dash-layout" not in page.split("<body>")[0]
+    finally:
+        srv.stop()

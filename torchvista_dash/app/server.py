@@ -140,8 +140,11 @@ def use_basic_plotly(app: dash.Dash) -> bool:
 
 
 def make_app(traces: Sequence[Trace] = (), *, gallery: bool = False, title: str = "torchvista_dash",
-             requests_pathname_prefix: str | None = None, **options: Any) -> dash.Dash:
-    """A Dash app showing ``traces[0]`` (or the gallery), and any registered trace at ``/?trace=<id>``."""
+             requests_pathname_prefix: str | None = None, first_picture: bool = True, **options: Any) -> dash.Dash:
+    """A Dash app showing ``traces[0]`` (or the gallery), and any registered trace at ``/?trace=<id>``.
+
+    ``first_picture``: pages carry their first view as server-drawn SVG, painted before Dash has started
+    (firstpaint.py)."""
     global _apps
     for t in traces:
         registry.register(t)
@@ -151,7 +154,7 @@ def make_app(traces: Sequence[Trace] = (), *, gallery: bool = False, title: str 
     callbacks.ensure_registered()
     app = _App(name, title=title, update_title=None, requests_pathname_prefix=requests_pathname_prefix,
                suppress_callback_exceptions=True,
-               first_picture=lambda query: _first_picture(query, traces, gallery, options))
+               first_picture=(lambda query: _first_picture(query, traces, gallery, options)) if first_picture else None)
     use_basic_plotly(app)
 
     def layout() -> Any:
