@@ -56,3 +56,17 @@ def page(browser: object) -> Iterator[object]:
         yield p
     finally:
         ctx.close()
+
+
+@pytest.fixture(scope="module")
+def gallery_url() -> Iterator[str]:
+    """The demo gallery served from a thread of the test process (a real Dash server)."""
+    from support_app import start
+
+    from torchvista_dash.app.server import make_app
+
+    srv = start(make_app(gallery=True))
+    try:
+        yield srv.url
+    finally:
+        srv.stop()

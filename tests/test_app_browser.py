@@ -3,7 +3,6 @@ two graphs on one page, a failed model, theme and export. Clicks are real mouse 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,22 +22,12 @@ from support_app import (
 
 from torchvista_dash import view
 from torchvista_dash.app import ModelGraph, registry, state
-from torchvista_dash.app.server import make_app
 from torchvista_dash.demos import demo_trace
 from torchvista_dash.render import plotlyjs
 
 pytestmark = pytest.mark.browser
 
 G = "gallery"
-
-
-@pytest.fixture(scope="module")
-def gallery_url() -> Iterator[str]:
-    srv = start(make_app(gallery=True))
-    try:
-        yield srv.url
-    finally:
-        srv.stop()
 
 
 def open_demo(page: Any, url: str, demo: str) -> None:

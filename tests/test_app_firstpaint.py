@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,15 +12,6 @@ from support_app import start, wait_drawn
 from torchvista_dash.app.firstpaint import PICTURE_ID
 from torchvista_dash.app.server import make_app
 from torchvista_dash.demos import demo_trace
-
-
-@pytest.fixture(scope="module")
-def gallery_url() -> Iterator[str]:
-    srv = start(make_app(gallery=True))
-    try:
-        yield srv.url
-    finally:
-        srv.stop()
 
 
 def test_page_html_carries_the_first_view_before_any_script(dot_binary, gallery_url: str) -> None:
