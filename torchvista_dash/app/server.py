@@ -89,7 +89,7 @@ def _first_picture(query: dict[str, list[str]], traces: Sequence[Trace], gallery
 
 
 class _App(dash.Dash):
-    """A Dash app whose page HTML carries the first picture of its graph and preloads the layout."""
+    """A Dash app whose page HTML preloads the layout and carries the first picture of its graph."""
 
     def __init__(self, *args: Any, first_picture: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -100,11 +100,11 @@ class _App(dash.Dash):
 
         if self._first_picture is not None and has_request_context():
             kwargs["app_entry"] = self._first_picture(parse_qs(request.query_string.decode())) + kwargs["app_entry"]
-            # the renderer's own request for the layout, started now instead of after its scripts have run
-            # (it reuses this response: same URL, method and credentials)
-            prefix = self.config.requests_pathname_prefix or "/"
-            kwargs["metas"] += (f'\n<link rel="preload" as="fetch" crossorigin="anonymous" '
-                                f'href="{prefix}_dash-layout">')
+        # the renderer's own request for the layout (which draws the first view on the server), started with
+        # the page instead of after its scripts have run; it reuses this response (same URL, method and
+        # credentials)
+        prefix = self.config.requests_pathname_prefix or "/"
+        kwargs["metas"] += f'\n<link rel="preload" as="fetch" crossorigin="anonymous" href="{prefix}_dash-layout">'
         return super().interpolate_index(**kwargs)
 
 
