@@ -20,7 +20,7 @@ from . import registry, state
 from .component import THEMES
 
 PICTURE_ID = "tvd-first-picture"
-# Bigger pictures (about 500 boxes and more) would slow the page they are meant to speed up: it has to parse
+# Bigger pictures (about 400 boxes and more) would slow the page they are meant to speed up: it has to parse
 # them before it runs Dash's scripts. Such pages draw as before, when plotly is ready.
 MAX_PICTURE_BYTES = 600_000
 _COMMENTS_AND_TITLES = re.compile(r"<!--.*?-->|<title>.*?</title>", re.S)
