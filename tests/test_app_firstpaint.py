@@ -74,3 +74,26 @@ def test_an_app_can_go_without_the_picture(dot_binary) -> None:
         assert PICTURE_ID not in page and 'rel="preload" as="fetch"' in page
     finally:
         srv.stop()
+
+
+@pytest.mark.browser
+def test_picture_sits_where_the_graph_is_drawn(browser: Any, gallery_url: str) -> None:
+    plain = start(make_app([demo_trace("mlp")]))
+    try:
+        for url in (plain.url, f"{gallery_url}?demo=mlp"):
+            boxes = []
+            for js in (False, True):
+                ctx = browser.new_context(viewport={"width": 1300, "height": 850}, java_script_enabled=js)
+                try:
+                    page = ctx.new_page()
+                    page.goto(url)
+                    if js:
+                        page.wait_for_selector(".js-plotly-plot .main-svg")
+                    selector = ".js-plotly-plot" if js else f"#{PICTURE_ID} .tvd-picture"
+                    boxes.append(page.locator(selector).first.bounding_box())
+                finally:
+                    ctx.close()
+            picture, plot = boxes
+            assert all(abs(picture[k] - plot[k]) <= 4 for k in ("x", "y", "width", "height")), (url, picture, plot)
+    finally:
+        plain.stop()

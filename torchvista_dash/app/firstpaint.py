@@ -24,12 +24,13 @@ PICTURE_ID = "tvd-first-picture"
 # them before it runs Dash's scripts. Such pages draw as before, when plotly is ready.
 MAX_PICTURE_BYTES = 600_000
 _COMMENTS_AND_TITLES = re.compile(r"<!--.*?-->|<title>.*?</title>", re.S)
+GRAPH_TOP_PX = 130      # a ModelGraph's header, notes and two toolbar rows, above its plot (default fonts)
 
 # Hidden as soon as any plotly graph on the page has drawn (plotly's main-svg appears in the same frame).
 STYLE = f"""<style>
 #{PICTURE_ID} {{position: absolute; top: 0; left: 0; right: 0; min-height: 100vh; z-index: 5;
   pointer-events: none; padding: 8px; box-sizing: border-box; font: 14px system-ui, sans-serif;}}
-#{PICTURE_ID} .tvd-picture {{width: calc(100% - 350px); margin-top: 130px;}}
+#{PICTURE_ID} .tvd-picture {{width: calc(100% - 366px); margin-left: 8px;}}
 #{PICTURE_ID} .tvd-picture-head {{position: absolute; top: 8px; left: 8px;}}
 body:has(.js-plotly-plot .main-svg) #{PICTURE_ID} {{display: none;}}
 </style>"""
@@ -44,9 +45,11 @@ def picture_svg(trace_id: str, spec: ViewSpec, rankdir: str, theme: str, highlig
 
 
 def first_picture_html(trace_id: str, *, depth: int | None = 1, theme: str = "light", rankdir: str = "TB",
-                       fold_repeats: bool = True, show_params: bool = False, height: str = "72vh") -> str:
+                       fold_repeats: bool = True, show_params: bool = False, height: str = "72vh",
+                       top_px: int = GRAPH_TOP_PX) -> str:
     """The overlay (style, picture, model name) for the view a ModelGraph with these options draws first; ""
-    when the picture would be too big to be worth sending."""
+    when the picture would be too big to be worth sending. ``top_px``: where the ModelGraph's plot starts
+    on the page, so the picture sits where the graph will be drawn."""
     spec, highlight = state.first_view(trace_id, depth, fold_repeats, show_params)
     svg = picture_svg(trace_id, spec, rankdir, theme, highlight)
     graph = registry.get(trace_id).graph
@@ -65,7 +68,7 @@ def first_picture_html(trace_id: str, *, depth: int | None = 1, theme: str = "li
     # The header line comes after the picture in the page (CSS puts it on top), so when it is painted the
     # whole picture has been parsed: its element timing is the picture's first paint (bench/bench_app.py).
     return (f'{STYLE}<div id="{PICTURE_ID}" style="{page}" aria-hidden="true">'
-            f'<div class="tvd-picture" style="height: {html.escape(height)};">{body}</div>'
+            f'<div class="tvd-picture" style="height: {html.escape(height)}; margin-top: {int(top_px)}px;">{body}</div>'
             f'<div class="tvd-picture-head" elementtiming="{PICTURE_ID}"><b>{name}</b> · '
             f"{graph.total_params:,} parameters · {graph.op_count:,} ops · loading the interactive view…</div>"
             "</div>")

@@ -72,6 +72,7 @@ def _page(query: dict[str, list[str]], traces: Sequence[Trace], gallery: bool, o
 
 
 PICTURE_OPTIONS = ("depth", "theme", "rankdir", "fold_repeats", "show_params", "height")
+GALLERY_BAR_PX = 46     # the gallery's model dropdown above the ModelGraph
 
 
 def _first_picture(query: dict[str, list[str]], traces: Sequence[Trace], gallery: bool,
@@ -83,7 +84,9 @@ def _first_picture(query: dict[str, list[str]], traces: Sequence[Trace], gallery
         if isinstance(target, str):
             return ""
         tid = registry.register(target[0])
-        return firstpaint.first_picture_html(tid, **{k: v for k, v in options.items() if k in PICTURE_OPTIONS})
+        top = firstpaint.GRAPH_TOP_PX + (GALLERY_BAR_PX if gallery else 0)
+        return firstpaint.first_picture_html(tid, top_px=top,
+                                             **{k: v for k, v in options.items() if k in PICTURE_OPTIONS})
     except Exception:   # the page itself reports what is wrong; the picture is only a head start
         return ""
 
