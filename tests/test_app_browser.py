@@ -100,6 +100,8 @@ def test_search_expands_centres_and_highlights(page: Any, gallery_url: str) -> N
     page.locator("input.dash-dropdown-search").press_sequentially("ln_2")   # the open dropdown's search box
     page.get_by_role("option", name="blocks.2.ln_2: LayerNorm").click()
     wait_ids(page, G, "clusters:headers", present=("mod:blocks.2",))
+    # the found block is pinned in its run of four: the blocks before it stay folded, the one after is a box
+    assert {"fold:mod:blocks.0", "mod:blocks.3"} <= set(ids_drawn(page, G, "nodes:labels"))
     page.wait_for_function("(d) => document.getElementById(d).querySelector('.js-plotly-plot').data"
                            ".some(t => t.name === 'highlight')", arg=graph_dom_id(G))
     wait_settled(page, G)

@@ -115,7 +115,21 @@ def test_layout_is_deterministic(dot_binary):
     assert layout.dot_source(view.build_view(g, spec)) == layout.dot_source(view.build_view(g, spec))
 
 
-def test_returning_to_a_view_costs_no_dot_run(dot_binary):
+@pytest.fixture()
+def quiet() -> None:
+    """Wait until no app in this process lays out in the background (warm-up threads, the precompute pool):
+    the tests below count dot runs and cache entries, which are process-wide."""
+    import threading
+
+    from torchvista_dash.app import state
+
+    for t in threading.enumerate():
+        if t.name == "tvd-warm-up":
+            t.join(timeout=60)
+    state._pool.submit(lambda: None).result(timeout=120)   # one worker, first in first out: all earlier work done
+
+
+def test_returning_to_a_view_costs_no_dot_run(dot_binary, quiet):
     g = stack_graph(4)
     start = view.make_spec(g, fold_repeats=False)
     layout.clear_cache()
@@ -130,7 +144,7 @@ def test_returning_to_a_view_costs_no_dot_run(dot_binary):
     assert layout.cache_info()["dot_runs"] == runs + 3     # another option is another layout
 
 
-def test_cache_is_bounded(dot_binary, monkeypatch):
+def test_cache_is_bounded(dot_binary, monkeypatch, quiet):
     monkeypatch.setattr(layout, "CACHE_SIZE", 2)
     layout.clear_cache()
     g = stack_graph(3)

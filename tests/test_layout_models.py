@@ -142,6 +142,7 @@ def test_gpt2_one_block_expanded(gpt2_12):
     assert [c.id for c in vg.clusters] == ["mod:(root)", "mod:h.3"]
     inside = [n.id for n in vg.nodes if n.parent == "mod:h.3"]
     assert {"mod:h.3.ln_1", "mod:h.3.attn", "mod:h.3.ln_2", "mod:h.3.mlp"} <= set(inside)
+    assert [(n.label, n.count) for n in vg.nodes if n.kind == "folded"] == [("GPT2Block ×3", 3), ("GPT2Block ×8", 8)]
     _connected(vg)
     check_geometry(vg, layout.layout_view(vg))
 
@@ -163,7 +164,8 @@ def test_bert_default_and_one_layer_expanded(bert):
     assert [(n.label, n.count) for n in two.nodes if n.kind == "folded"] == [("BertLayer ×3", 3)]
     one = view.build_view(g, view.make_spec(g, expanded={"encoder.layer.0"}))
     assert [c.id for c in one.clusters] == ["mod:(root)", "mod:encoder", "mod:encoder.layer.0"]
-    assert {"mod:encoder.layer.1", "mod:encoder.layer.2"} <= {n.id for n in one.nodes}
+    # the named layer is pinned: the other two stay folded after it
+    assert [(n.id, n.count) for n in one.nodes if n.kind == "folded"] == [("fold:mod:encoder.layer.1", 2)]
     _connected(one)
     check_geometry(one, layout.layout_view(one))
 

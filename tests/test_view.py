@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from support_graphs import failed_graph, nested_graph, parallel_graph, stack_graph, twice_graph
 
@@ -94,14 +96,40 @@ def test_nested_repeats_fold_at_each_level():
     assert (inner.label, inner.count, inner.parent) == ("Block ×4", 4, "mod:stages.1")
 
 
-def test_naming_a_deep_call_opens_its_ancestors_and_unfolds_its_runs():
-    g = nested_graph()
+def test_naming_a_deep_call_opens_its_ancestors_and_pins_it_in_its_runs():
+    g = nested_graph()                                   # 3 stages of 4 blocks: "Stage ×3" at first
     spec = view.make_spec(g, expanded={"stages.1.blocks.2"})
+    assert spec.pinned == {"mod:stages.1", "mod:stages.1.blocks.2"} and not spec.unfolded
     vg = view.build_view(g, spec)
-    clusters = [c.id for c in vg.clusters]
-    assert clusters == ["mod:(root)", "mod:stages.1", "mod:stages.1.blocks.2"]
-    assert "fold:mod:stages.1.blocks.0" not in by_id(vg)   # its run is open: blocks drawn one by one
-    assert {"mod:stages.1.blocks.0", "mod:stages.1.blocks.3", "mod:stages.1.blocks.2.fc"} <= set(ids(vg))
+    assert [c.id for c in vg.clusters] == ["mod:(root)", "mod:stages.1", "mod:stages.1.blocks.2"]
+    boxes = [(n.id, n.count) for n in vg.nodes if n.kind in ("module", "folded")]
+    # the named block is drawn open; the rest of each run stays folded around it (pieces of one are boxes)
+    assert boxes == [("mod:stages.0", 1), ("fold:mod:stages.1.blocks.0", 2), ("mod:stages.1.blocks.2.fc", 1),
+                     ("mod:stages.1.blocks.3", 1), ("mod:stages.2", 1)]
+    assert by_id(vg)["fold:mod:stages.1.blocks.0"].members == ("mod:stages.1.blocks.0", "mod:stages.1.blocks.1")
+    chain = [(e.src, e.dst) for e in vg.edges if "n:" not in e.src + e.dst]
+    assert ("mod:stages.0", "fold:mod:stages.1.blocks.0") in chain and ("mod:stages.1.blocks.3", "mod:stages.2") in chain
+
+
+def test_a_pinned_block_splits_its_fold_and_each_piece_unfolds_on_its_own():
+    g = stack_graph(12)
+    spec = view.expand_to(g, view.make_spec(g), "mod:layers.7")
+    vg = view.build_view(g, spec)
+    assert [(n.id, n.count) for n in vg.nodes if n.kind in ("module", "folded")][1:] == [
+        ("fold:mod:layers.0", 7), ("mod:layers.7", 1), ("fold:mod:layers.8", 4), ("mod:norm", 1)]
+    assert view.visible_id_of(g, vg, "mod:layers.7") == "mod:layers.7"
+    assert view.visible_id_of(g, vg, "mod:layers.9") == "fold:mod:layers.8"
+    after = view.toggle(g, spec, "fold:mod:layers.8")          # unfold the piece after the pinned block only
+    vg2 = view.build_view(g, after)
+    assert "fold:mod:layers.0" in by_id(vg2) and {"mod:layers.8", "mod:layers.11"} <= set(ids(vg2))
+    assert view.toggle(g, after, "fold:mod:layers.8") == spec
+    # opening the pinned block, then closing its parent, forgets the pin: one fold again
+    opened = view.toggle(g, spec, "mod:layers.7")
+    assert "mod:layers.7" in [c.id for c in view.build_view(g, opened).clusters]
+    closed = view.toggle(g, opened, "mod:(root)")
+    assert not closed.pinned and not closed.unfolded
+    with pytest.raises(ValueError, match="does not have"):
+        view.build_view(g, replace(spec, pinned=frozenset({"mod:norm"})))   # not in any run
 
 
 def test_expand_then_collapse_round_trips():

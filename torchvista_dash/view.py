@@ -1,8 +1,10 @@
 """Graph + expand state → VisibleGraph: what one view of a trace draws.
 
 A view opens some module calls (clusters) and shows every other call as one box; runs of identical
-sibling calls (``GPT2Block`` ×12) fold into one box. Everything here is a pure function of the Graph and a
-``ViewSpec``, so the same view always gives the same VisibleGraph (which keys the layout cache).
+sibling calls (``GPT2Block`` ×12) fold into one box. A pinned member of a run is drawn on its own and splits
+the fold around it (``GPT2Block`` ×7, h.7, ``GPT2Block`` ×4): that is how naming or searching one block
+shows it without unfolding all twelve. Everything here is a pure function of the Graph and a ``ViewSpec``,
+so the same view always gives the same VisibleGraph (which keys the layout cache).
 """
 
 from __future__ import annotations
@@ -180,8 +182,8 @@ def make_spec(graph: Graph, depth: int | None = 1, expanded: Iterable[str] | Non
               show_params: bool = False) -> ViewSpec:
     """Build a ViewSpec: calls opened by ``depth`` plus ``expanded`` (call ids or qualnames).
 
-    Naming a call in ``expanded`` also opens its ancestors and unfolds any folded run hiding it, so the
-    named call is really on screen.
+    Naming a call in ``expanded`` also opens its ancestors and pins it (and any ancestor) that sits in a
+    folded run, so the named call is really on screen while the rest of each run stays folded.
     """
     if depth is not None and (not isinstance(depth, int) or depth < 0):
         raise ValueError(f"depth must be a non-negative int or None (everything expanded), got {depth!r}")
@@ -190,11 +192,12 @@ def make_spec(graph: Graph, depth: int | None = 1, expanded: Iterable[str] | Non
     idx = _index(graph)
     opened = {c.id for c in graph.module_calls if auto_expanded(c, depth)}
     opened_folds: set[str] = set()
+    pins: set[str] = set()
     for cid in _resolve_calls(graph, expanded or (), "expanded"):
         for c in idx.call_chain[cid]:
             opened.add(c)
             if c in idx.fold_of:
-                opened_folds.add(idx.fold_of[c])
+                pins.add(c)
     for name in unfolded or ():
         fid = name if name.startswith(FOLD_PREFIX) else FOLD_PREFIX + name
         if fid not in idx.runs:
@@ -203,7 +206,7 @@ def make_spec(graph: Graph, depth: int | None = 1, expanded: Iterable[str] | Non
                              f"{', '.join(repr(c) for c in (close or sorted(idx.runs)[:5])) or 'none'}")
         opened_folds.add(fid)
     return ViewSpec(expanded=frozenset(opened), fold_repeats=bool(fold_repeats),
-                    unfolded=frozenset(opened_folds), show_params=bool(show_params))
+                    unfolded=frozenset(opened_folds), show_params=bool(show_params), pinned=frozenset(pins))
 
 
 # ---- building a view -------------------------------------------------------------------------
@@ -223,7 +226,18 @@ class _Reps:
     def __init__(self, graph: Graph, idx: _Index, spec: ViewSpec) -> None:
         self.idx = idx
         self.spec = spec
-        self.active = {f for f in idx.runs if f not in spec.unfolded} if spec.fold_repeats else set()
+        # member call → the folded box it is drawn in; pinned members split their run into pieces, and each
+        # piece of two or more members folds under the id of its first member unless the user unfolded it
+        self.fold_box: dict[str, str] = {}
+        self.members: dict[str, tuple[str, ...]] = {}
+        if spec.fold_repeats:
+            for fid, run in idx.runs.items():
+                if fid not in spec.unfolded:
+                    for piece in _pieces(run, spec.pinned):
+                        box = FOLD_PREFIX + piece[0]
+                        if len(piece) >= 2 and box not in spec.unfolded:
+                            self.members[box] = piece
+                            self.fold_box.update(dict.fromkeys(piece, box))
         self._memo: dict[str, tuple[str, str] | None] = {}
 
     def of_call(self, cid: str) -> tuple[str, str] | None:
@@ -232,8 +246,8 @@ class _Reps:
             return self._memo[cid]
         rep = None
         for c in self.idx.call_chain[cid]:
-            f = self.idx.fold_of.get(c)
-            if f is not None and f in self.active:
+            f = self.fold_box.get(c)
+            if f is not None:
                 rep = (f, c)
                 break
             if c not in self.spec.expanded:
@@ -241,6 +255,20 @@ class _Reps:
                 break
         self._memo[cid] = rep
         return rep
+
+
+def _pieces(run: tuple[str, ...], pinned: frozenset[str]) -> list[tuple[str, ...]]:
+    """The run split at its pinned members (which are left out)."""
+    out: list[tuple[str, ...]] = []
+    cur: list[str] = []
+    for m in run:
+        if m in pinned:
+            out.append(tuple(cur))
+            cur = []
+        else:
+            cur.append(m)
+    out.append(tuple(cur))
+    return [p for p in out if p]
 
 
 def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
@@ -263,7 +291,7 @@ def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
         if box in vis:
             continue
         if box.startswith(FOLD_PREFIX):
-            members = idx.runs[box]
+            members = reps.members[box]
             first, last = calls[members[0]], calls[members[-1]]
             vis[box] = VisibleNode(box, "folded", f"{first.cls} ×{len(members)}", first.parent,
                                    sublabel=f"{first.qualname} … {last.qualname}",
@@ -305,7 +333,9 @@ def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
 
 def _check_spec(graph: Graph, spec: ViewSpec) -> None:
     unknown = sorted(c for c in spec.expanded if c not in graph.call_by_id)
-    unknown += sorted(f for f in spec.unfolded if f not in _index(graph).runs)
+    idx = _index(graph)
+    unknown += sorted(f for f in spec.unfolded if _run_member(idx, f) is None)
+    unknown += sorted(c for c in spec.pinned if c not in idx.fold_of)
     if unknown:
         raise ValueError(f"this view names {len(unknown)} module call(s)/folded group(s) that "
                          f"{graph.model_name or 'this graph'} does not have, e.g. {unknown[0]!r}: was the spec made "
@@ -335,6 +365,12 @@ def build_view(graph: Graph, spec: ViewSpec, node_budget: int | None = None) -> 
     return replace(vg, notes=vg.notes + (note,))
 
 
+def _run_member(idx: _Index, fold_id: str) -> str | None:
+    """The call a folded-box id starts at, if it is a member of a run (a whole run or a piece of one)."""
+    member = fold_id[len(FOLD_PREFIX):] if fold_id.startswith(FOLD_PREFIX) else None
+    return member if member in idx.fold_of else None
+
+
 # ---- interaction -----------------------------------------------------------------------------
 def _descendants(graph: Graph, cid: str) -> set[str]:
     out = {cid}
@@ -351,7 +387,7 @@ def toggle(graph: Graph, spec: ViewSpec, visible_id: str) -> ViewSpec:
     unfold a folded group. Clicking a plain node (an op, an input) changes nothing."""
     idx = _index(graph)
     _check_spec(graph, spec)
-    if visible_id in idx.runs:
+    if _run_member(idx, visible_id) is not None:
         return replace(spec, unfolded=spec.unfolded ^ {visible_id})
     if visible_id in graph.call_by_id:
         if visible_id not in spec.expanded:
@@ -359,14 +395,15 @@ def toggle(graph: Graph, spec: ViewSpec, visible_id: str) -> ViewSpec:
         inside = _descendants(graph, visible_id)
         inside_only = inside - {visible_id}  # runs among its descendants refold; its own run stays open
         return replace(spec, expanded=spec.expanded - inside,
-                       unfolded=frozenset(f for f in spec.unfolded if idx.runs[f][0] not in inside_only))
+                       unfolded=frozenset(f for f in spec.unfolded if _run_member(idx, f) not in inside_only),
+                       pinned=spec.pinned - inside_only)
     if visible_id in graph.node_by_id:
         return spec
     raise ValueError(f"toggle: {visible_id!r} is not a node, module call or folded group of this graph")
 
 
 def expand_to(graph: Graph, spec: ViewSpec, call_or_node_id: str) -> ViewSpec:
-    """Open every ancestor (and unfold every run) hiding ``call_or_node_id`` so it is drawn."""
+    """Open every ancestor hiding ``call_or_node_id``, and pin those in folded runs, so it is drawn."""
     idx = _index(graph)
     show_params = spec.show_params
     if call_or_node_id in graph.call_by_id:
@@ -380,9 +417,8 @@ def expand_to(graph: Graph, spec: ViewSpec, call_or_node_id: str) -> ViewSpec:
     else:
         cid = _resolve_calls(graph, [call_or_node_id], "expand_to")[0]
         return expand_to(graph, spec, cid)
-    unfold = {idx.fold_of[c] for c in hidden_in if c in idx.fold_of}
-    return replace(spec, expanded=spec.expanded | set(opened), unfolded=spec.unfolded | unfold,
-                   show_params=show_params)
+    pins = {c for c in hidden_in if c in idx.fold_of}
+    return replace(spec, expanded=spec.expanded | set(opened), pinned=spec.pinned | pins, show_params=show_params)
 
 
 def visible_id_of(graph: Graph, vg: VisibleGraph, call_or_node_id: str) -> str | None:

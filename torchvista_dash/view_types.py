@@ -21,6 +21,8 @@ class ViewSpec:
     fold_repeats: bool = True                   # fold runs of identical sibling calls into "Cls ×N"
     unfolded: frozenset[str] = frozenset()      # folded-group ids the user opened again
     show_params: bool = False                   # draw parameter / constant nodes
+    pinned: frozenset[str] = frozenset()        # run members drawn on their own; the rest of the run stays
+                                                # folded around them ("Block ×7", h.7, "Block ×4")
 
 
 @dataclass(frozen=True)

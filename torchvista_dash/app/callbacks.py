@@ -8,6 +8,7 @@ next to a user's dashboard) needs them, so creating a ModelGraph is all the setu
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from typing import Any
 
 import dash
@@ -82,8 +83,7 @@ def next_view(trigger: str, value: Any, data: dict[str, Any], relayout: dict[str
         fit = True
     elif trigger == "options":
         value = value or []
-        new_spec = ViewSpec(expanded=spec.expanded, fold_repeats="fold" in value, unfolded=spec.unfolded,
-                            show_params="params" in value)
+        new_spec = replace(spec, fold_repeats="fold" in value, show_params="params" in value)
         fit = True
     elif trigger == "direction":
         rankdir, fit = value, True

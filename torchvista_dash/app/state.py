@@ -1,6 +1,6 @@
 """The view state a browser holds (a JSON dict in a ``dcc.Store``) and the server-side pipeline it drives.
 
-The store holds only ``{"trace", "expanded", "unfolded", "fold", "params", "rankdir", "theme", "ranges",
+The store holds only ``{"trace", "expanded", "unfolded", "pinned", "fold", "params", "rankdir", "theme", "ranges",
 "relayout", "highlight"}``; everything derived from it (VisibleGraph, Layout, figure JSON) is a pure function
 of it and is cached here, so two tabs on one graph never interfere and repeated views cost nothing.
 """
@@ -29,13 +29,14 @@ Ranges = list[list[float]]  # [[x0, x1], [y0, y1]]
 
 # ---- the store <-> ViewSpec ----------------------------------------------------------------
 def spec_to_store(spec: ViewSpec) -> dict[str, Any]:
-    return {"expanded": sorted(spec.expanded), "unfolded": sorted(spec.unfolded),
+    return {"expanded": sorted(spec.expanded), "unfolded": sorted(spec.unfolded), "pinned": sorted(spec.pinned),
             "fold": spec.fold_repeats, "params": spec.show_params}
 
 
 def spec_from_store(data: dict[str, Any]) -> ViewSpec:
     return ViewSpec(expanded=frozenset(data.get("expanded", ())), fold_repeats=bool(data.get("fold", True)),
-                    unfolded=frozenset(data.get("unfolded", ())), show_params=bool(data.get("params", False)))
+                    unfolded=frozenset(data.get("unfolded", ())), show_params=bool(data.get("params", False)),
+                    pinned=frozenset(data.get("pinned", ())))
 
 
 def initial_spec(trace_id: str, depth: int | None = 1, fold_repeats: bool = True,
