@@ -10,144 +10,19 @@ so the same view always gives the same VisibleGraph (which keys the layout cache
 from __future__ import annotations
 
 import difflib
-import hashlib
-import weakref
-from bisect import bisect_right
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from .graph import Graph, ModuleCall
+from .repeats import FOLD_PREFIX, HIDDEN_KINDS, Index, index_of
 from .view_types import Cluster, ViewSpec, VisibleEdge, VisibleGraph, VisibleNode
 
 DEFAULT_NODE_BUDGET = 1500
-FOLD_PREFIX = "fold:"
-_HIDDEN_KINDS = ("parameter", "constant")
-
-
-# ---- per-graph analysis (computed once per Graph object) --------------------------------------
-@dataclass
-class _Index:
-    order: dict[str, int]                              # node id → position in the forward pass
-    call_chain: dict[str, tuple[str, ...]]             # call id → its ancestors outer→inner, itself last
-    span: dict[str, tuple[int, int]]                   # call id → first/last node position in its subtree
-    signature: dict[str, str]                          # call id → structural digest
-    runs: dict[str, tuple[str, ...]] = field(default_factory=dict)   # fold id → member call ids
-    fold_of: dict[str, str] = field(default_factory=dict)            # member call id → fold id
-
-
-_INDEX: dict[int, _Index] = {}
-
-
-def _index(graph: Graph) -> _Index:
-    """The structural analysis of ``graph``, cached for the graph's lifetime."""
-    key = id(graph)
-    idx = _INDEX.get(key)
-    if idx is None:
-        idx = _analyse(graph)
-        _INDEX[key] = idx
-        weakref.finalize(graph, _INDEX.pop, key, None)
-    return idx
-
-
-def _analyse(graph: Graph) -> _Index:
-    calls = graph.call_by_id
-    chain: dict[str, tuple[str, ...]] = {}
-
-    def chain_of(cid: str) -> tuple[str, ...]:
-        todo = []
-        cur: str | None = cid
-        while cur is not None and cur not in chain:
-            todo.append(cur)
-            cur = calls[cur].parent
-        base = chain[cur] if cur is not None else ()
-        for c in reversed(todo):
-            base = base + (c,)
-            chain[c] = base
-        return chain[cid]
-
-    for c in graph.module_calls:
-        chain_of(c.id)
-    order = {n.id: i for i, n in enumerate(graph.nodes)}
-    node_chain = {n.id: (chain[n.parent] if n.parent is not None else ()) for n in graph.nodes}
-
-    span: dict[str, tuple[int, int]] = {}
-    for n in graph.nodes:
-        i = order[n.id]
-        for c in node_chain[n.id]:
-            lo, hi = span.get(c, (i, i))
-            span[c] = (min(lo, i), max(hi, i))
-
-    # tensors entering each call, and which sibling feeds which. Tensors leaving a call are not part of its
-    # signature: they depend on its successors (T5's last block passes no position bias on), while what it
-    # computes is already in its op sequence.
-    ins: dict[str, dict[str, tuple[int, ...]]] = {}
-    feeds: set[tuple[str, str]] = set()
-    kinds = {n.id: n.kind for n in graph.nodes}
-    for e in graph.edges:
-        s, d = node_chain[e.src], node_chain[e.dst]
-        p = 0
-        while p < len(s) and p < len(d) and s[p] == d[p]:
-            p += 1
-        if p < len(s) and p < len(d):
-            feeds.add((s[p], d[p]))
-        if kinds[e.src] in _HIDDEN_KINDS:
-            continue
-        for c in d[p:]:
-            ins.setdefault(c, {}).setdefault(e.tensor, e.meta.shape)
-
-    # structural signatures, innermost calls first
-    signature: dict[str, str] = {}
-    items: dict[str, list[tuple[int, object]]] = {c.id: [] for c in graph.module_calls}
-    for n in graph.nodes:
-        if n.parent is not None:
-            items[n.parent].append((order[n.id], ("n", n.kind, n.name if n.kind not in _HIDDEN_KINDS else "",
-                                                  tuple(m.shape for m in n.outputs))))
-    for c in sorted(graph.module_calls, key=lambda c: -len(chain[c.id])):
-        body = sorted(items[c.id], key=lambda t: t[0])
-        desc = (c.cls, c.extra_repr, tuple((p.name, p.shape, p.dtype) for p in c.params),
-                tuple(x for _, x in body), tuple(ins.get(c.id, {}).values()))
-        signature[c.id] = hashlib.sha1(repr(desc).encode()).hexdigest()[:20]
-        if c.parent is not None and c.id in span:
-            items[c.parent].append((span[c.id][0], ("c", signature[c.id])))
-
-    idx = _Index(order=order, call_chain=chain, span=span, signature=signature)
-
-    # runs of ≥2 consecutive, chained, structurally identical siblings
-    direct_ops: dict[str | None, list[int]] = {}
-    for n in graph.nodes:
-        if n.kind == "op":
-            direct_ops.setdefault(n.parent, []).append(order[n.id])
-    for parent, kids in graph.children_calls.items():
-        ops = direct_ops.get(parent, [])
-        run: list[str] = []
-        for cid in kids + [None]:
-            if cid is not None and cid not in span:
-                cid = None  # a call that recorded nothing breaks any run
-            if run and cid is not None and _continues(idx, ops, feeds, run[-1], cid):
-                run.append(cid)
-                continue
-            if len(run) >= 2:
-                fid = FOLD_PREFIX + run[0]
-                idx.runs[fid] = tuple(run)
-                for m in run:
-                    idx.fold_of[m] = fid
-            run = [cid] if cid is not None else []
-    return idx
-
-
-def _continues(idx: _Index, parent_ops: list[int], feeds: set[tuple[str, str]], prev: str, cur: str) -> bool:
-    if idx.signature[prev] != idx.signature[cur] or (prev, cur) not in feeds:
-        return False
-    last, first = idx.span[prev][1], idx.span[cur][0]
-    if first < last:
-        return False
-    k = bisect_right(parent_ops, last)  # a parent-level op between the two breaks the run
-    return not (k < len(parent_ops) and parent_ops[k] < first)
 
 
 def folds(graph: Graph) -> dict[str, tuple[str, ...]]:
     """Every foldable run of the graph: fold id → member call ids (whatever the view)."""
-    return dict(_index(graph).runs)
+    return dict(index_of(graph).runs)
 
 
 # ---- specs -----------------------------------------------------------------------------------
@@ -189,7 +64,7 @@ def make_spec(graph: Graph, depth: int | None = 1, expanded: Iterable[str] | Non
         raise ValueError(f"depth must be a non-negative int or None (everything expanded), got {depth!r}")
     if isinstance(expanded, str) or isinstance(unfolded, str):
         raise TypeError("expanded/unfolded take a collection of names, e.g. expanded={'encoder'}, not a string")
-    idx = _index(graph)
+    idx = index_of(graph)
     opened = {c.id for c in graph.module_calls if auto_expanded(c, depth)}
     opened_folds: set[str] = set()
     pins: set[str] = set()
@@ -223,7 +98,7 @@ def _shape_text(shape: tuple[int, ...]) -> str:
 class _Reps:
     """Which visible box stands for each call under a spec: (box id, the call of the chain that is hidden)."""
 
-    def __init__(self, graph: Graph, idx: _Index, spec: ViewSpec) -> None:
+    def __init__(self, graph: Graph, idx: Index, spec: ViewSpec) -> None:
         self.idx = idx
         self.spec = spec
         # member call → the folded box it is drawn in; pinned members split their run into pieces, and each
@@ -272,7 +147,7 @@ def _pieces(run: tuple[str, ...], pinned: frozenset[str]) -> list[tuple[str, ...
 
 
 def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
-    idx = _index(graph)
+    idx = index_of(graph)
     reps = _Reps(graph, idx, spec)
     calls = graph.call_by_id
     vis: dict[str, VisibleNode] = {}
@@ -281,7 +156,7 @@ def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
         r = reps.of_call(n.parent) if n.parent is not None else None
         if r is None:
             node_rep[n.id] = (n.id, None)
-            if n.kind in _HIDDEN_KINDS and not spec.show_params:
+            if n.kind in HIDDEN_KINDS and not spec.show_params:
                 continue
             sub = _shape_text(n.outputs[0].shape) if n.outputs else ""
             vis[n.id] = VisibleNode(n.id, n.kind, n.name, n.parent, sublabel=sub, failed=n.error is not None)
@@ -307,7 +182,7 @@ def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
     edges: dict[tuple[str, str, str], VisibleEdge] = {}
     kinds = {n.id: n.kind for n in graph.nodes}
     for e in graph.edges:
-        if kinds[e.src] in _HIDDEN_KINDS and not spec.show_params:
+        if kinds[e.src] in HIDDEN_KINDS and not spec.show_params:
             continue
         # a folded run stands for all its members: every tensor crossing its boundary is drawn once (a mask
         # entering each block merges into one edge; per-block outputs such as KV caches stay connected)
@@ -333,7 +208,7 @@ def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
 
 def _check_spec(graph: Graph, spec: ViewSpec) -> None:
     unknown = sorted(c for c in spec.expanded if c not in graph.call_by_id)
-    idx = _index(graph)
+    idx = index_of(graph)
     unknown += sorted(f for f in spec.unfolded if _run_member(idx, f) is None)
     unknown += sorted(c for c in spec.pinned if c not in idx.fold_of)
     if unknown:
@@ -365,7 +240,7 @@ def build_view(graph: Graph, spec: ViewSpec, node_budget: int | None = None) -> 
     return replace(vg, notes=vg.notes + (note,))
 
 
-def _run_member(idx: _Index, fold_id: str) -> str | None:
+def _run_member(idx: Index, fold_id: str) -> str | None:
     """The call a folded-box id starts at, if it is a member of a run (a whole run or a piece of one)."""
     member = fold_id[len(FOLD_PREFIX):] if fold_id.startswith(FOLD_PREFIX) else None
     return member if member in idx.fold_of else None
@@ -385,7 +260,7 @@ def _descendants(graph: Graph, cid: str) -> set[str]:
 def toggle(graph: Graph, spec: ViewSpec, visible_id: str) -> ViewSpec:
     """What a click does: expand a collapsed call, collapse an open cluster (and everything inside it),
     unfold a folded group. Clicking a plain node (an op, an input) changes nothing."""
-    idx = _index(graph)
+    idx = index_of(graph)
     _check_spec(graph, spec)
     if _run_member(idx, visible_id) is not None:
         return replace(spec, unfolded=spec.unfolded ^ {visible_id})
@@ -404,7 +279,7 @@ def toggle(graph: Graph, spec: ViewSpec, visible_id: str) -> ViewSpec:
 
 def expand_to(graph: Graph, spec: ViewSpec, call_or_node_id: str) -> ViewSpec:
     """Open every ancestor hiding ``call_or_node_id``, and pin those in folded runs, so it is drawn."""
-    idx = _index(graph)
+    idx = index_of(graph)
     show_params = spec.show_params
     if call_or_node_id in graph.call_by_id:
         chain = idx.call_chain[call_or_node_id]
@@ -413,7 +288,7 @@ def expand_to(graph: Graph, spec: ViewSpec, call_or_node_id: str) -> ViewSpec:
         n = graph.node_by_id[call_or_node_id]
         chain = idx.call_chain[n.parent] if n.parent is not None else ()
         opened = hidden_in = chain
-        show_params = show_params or n.kind in _HIDDEN_KINDS
+        show_params = show_params or n.kind in HIDDEN_KINDS
     else:
         cid = _resolve_calls(graph, [call_or_node_id], "expand_to")[0]
         return expand_to(graph, spec, cid)
@@ -423,7 +298,7 @@ def expand_to(graph: Graph, spec: ViewSpec, call_or_node_id: str) -> ViewSpec:
 
 def visible_id_of(graph: Graph, vg: VisibleGraph, call_or_node_id: str) -> str | None:
     """The visible box (node, collapsed call, folded group) or cluster that shows ``call_or_node_id`` now."""
-    idx = _index(graph)
+    idx = index_of(graph)
     node_ids = {v.id for v in vg.nodes}
     cluster_ids = {c.id for c in vg.clusters}
     reps = _Reps(graph, idx, vg.spec)
