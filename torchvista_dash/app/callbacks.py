@@ -154,7 +154,7 @@ def details_for(trigger: str | None, value: Any, data: dict[str, Any]) -> Any:
         return no_update
     tid = data["trace"]
     members: tuple[str, ...] = ()
-    if value.startswith("fold:"):
+    if value.startswith(view_mod.FOLD_PREFIX):
         node = next((n for n in state.visible(tid, state.spec_from_store(data)).nodes if n.id == value), None)
         members = node.members if node is not None else ()
     return details(tid, value, members)

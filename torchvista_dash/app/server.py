@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -94,7 +94,8 @@ def _first_picture(query: dict[str, list[str]], traces: Sequence[Trace], gallery
 class _App(dash.Dash):
     """A Dash app whose page HTML preloads the layout and carries the first picture of its graph."""
 
-    def __init__(self, *args: Any, first_picture: Any = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, first_picture: Callable[[dict[str, list[str]]], str] | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._first_picture = first_picture
 
@@ -195,10 +196,20 @@ def make_app(traces: Sequence[Trace] = (), *, gallery: bool = False, title: str 
     # put them back for any later app in this process.
     app.server.test_client().get("/_tvd_setup")
     callbacks.ensure_registered()
-    # lay out and draw the default page's first view now, so the first browser finds it cached
-    threading.Thread(target=_first_picture, args=({}, traces, gallery, options), name="tvd-warm-up",
+    # lay out and draw the default page's first view now (figure, and picture when on), so the first browser
+    # finds them cached
+    threading.Thread(target=_warm_up, args=(traces, gallery, options, first_picture), name="tvd-warm-up",
                      daemon=True).start()
     return app
+
+
+def _warm_up(traces: Sequence[Trace], gallery: bool, options: dict[str, Any], picture: bool) -> None:
+    try:
+        _page_for({}, traces, gallery, options)
+        if picture:
+            _first_picture({}, traces, gallery, options)
+    except Exception:   # a head start only: the page itself reports what is wrong when it is requested
+        pass
 
 
 def serve_forever(app: dash.Dash, host: str = "127.0.0.1", port: int = 8050) -> None:
