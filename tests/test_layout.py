@@ -215,6 +215,27 @@ def test_overrunning_dot_is_killed(dot_binary):
     assert _dot_children() == []   # killed and reaped, not left running
 
 
+def test_dot_started_early_is_killed_when_the_dot_cannot_be_built(dot_binary, monkeypatch):
+    # layout_view starts dot before writing the DOT; a failure while writing must not leave dot running
+    def broken_build(*args, **kwargs):
+        raise ValueError("no DOT today")
+
+    monkeypatch.setattr(layout, "build_dot", broken_build)
+    layout.clear_cache()
+    g = twice_graph()
+    with pytest.raises(ValueError, match="no DOT today"):
+        layout.layout_view(view.build_view(g, view.make_spec(g)))
+    assert _dot_children() == []
+
+
+def test_dot_run_is_fed_once(dot_binary):
+    with layout.DotRun("json") as run:
+        assert b'"objects"' in run.feed("digraph { a -> b }")
+        with pytest.raises(RuntimeError, match="fed once"):
+            run.feed("digraph { a }")
+    assert _dot_children() == []
+
+
 def _dot_children() -> list[int]:
     """Pids of `dot` processes whose parent is this test process (from /proc)."""
     out = []

@@ -16,11 +16,11 @@ import pydot
 from ..view_types import VisibleGraph
 from .dot import RANKDIRS, build_dot, check_rankdir, node_size, text_width, to_dot
 from .parse import parse_json, spline_points
-from .run import DEFAULT_TIMEOUT, GraphvizError, GraphvizNotFound, find_dot, run_dot
+from .run import DEFAULT_TIMEOUT, DotRun, GraphvizError, GraphvizNotFound, find_dot, run_dot
 from .types import Box, EdgePath, Layout
 
 __all__ = [
-    "Box", "DEFAULT_TIMEOUT", "EdgePath", "GraphvizError", "GraphvizNotFound", "Layout", "RANKDIRS",
+    "Box", "DEFAULT_TIMEOUT", "DotRun", "EdgePath", "GraphvizError", "GraphvizNotFound", "Layout", "RANKDIRS",
     "cache_info", "clear_cache", "find_dot", "layout_view", "node_size", "render_with_dot", "run_dot",
     "spline_points", "text_width", "to_dot",
 ]
@@ -50,8 +50,9 @@ def layout_view(vg: VisibleGraph, rankdir: str = "TB", *, timeout: float | None 
     gc_was_enabled = gc.isenabled()
     gc.disable()   # building/parsing allocates thousands of short-lived objects: no full collection mid-click
     try:
-        dot, names = build_dot(vg, rankdir)
-        raw = run_dot(dot.to_string(), DOT_FORMAT, timeout=timeout)
+        with DotRun(DOT_FORMAT, timeout) as run:   # dot starts up while the DOT is being written
+            dot, names = build_dot(vg, rankdir)
+            raw = run.feed(dot.to_string())
         with _lock:
             _stats["dot_runs"] += 1
         lay = parse_json(raw, vg, names, rankdir)
