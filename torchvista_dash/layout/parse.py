@@ -3,6 +3,7 @@ with y up (Graphviz's own coordinate system)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from operator import itemgetter
 from typing import Any
 
@@ -15,11 +16,6 @@ from .run import GraphvizError
 from .types import Box, EdgePath, Layout, Point
 
 BEZIER_SAMPLES = 4   # polyline points per cubic Bézier segment
-
-
-def _point(text: str) -> Point:
-    x, y = text.split(",")[:2]
-    return (float(x), float(y))
 
 
 def _box(text: str) -> Box:
@@ -36,6 +32,11 @@ def spline_points(pos: str) -> tuple[Point, ...]:
     """An edge's ``pos`` ("e,x,y s,x,y p0 p1 ... p3n", a B-spline of cubic pieces) as a polyline from the
     tail to the arrow tip. Straight pieces (dot draws most edges straight) add only their end point."""
     return spline_polylines([pos])[0]
+
+
+def _read_numbers(texts: Iterable[str]) -> list[float]:
+    """The comma-separated numbers of all ``texts``, in order, in one orjson read."""
+    return orjson.loads("[" + ",".join(texts) + "]")
 
 
 def _numbers(positions: list[str]) -> list[float]:
@@ -120,8 +121,8 @@ def parse_json(raw: bytes | str, vg: VisibleGraph, names: DotNames, rankdir: str
     node_ids, cluster_ids = names.nodes, names.clusters
     gvid_id: dict[int, str] = {}      # dot's object number → visible node id
     nodes: dict[str, Box] = {}
-    clusters: dict[str, Box] = {}
     placed: list[tuple[str, str, str, str]] = []    # visible id, pos, width, height
+    boxed: list[tuple[str, str]] = []                # cluster id, bb
     for obj in data.get("objects", ()):
         name = obj.get("name", "")
         vid = node_ids.get(name)
@@ -129,14 +130,17 @@ def parse_json(raw: bytes | str, vg: VisibleGraph, names: DotNames, rankdir: str
             gvid_id[obj["_gvid"]] = vid
             placed.append((vid, obj["pos"], obj["width"], obj["height"]))
         elif name in cluster_ids and "bb" in obj:
-            clusters[cluster_ids[name]] = _box(obj["bb"])
-    if placed:
-        # x, y, width, height of every node in one orjson read (2-D positions: "x,y")
-        nums = orjson.loads("[" + ",".join(f"{p},{w},{h}" for _, p, w, h in placed) + "]")
-        for k, (vid, *_) in enumerate(placed):
-            x, y, hw, hh = nums[4 * k], nums[4 * k + 1], nums[4 * k + 2] * 36.0, nums[4 * k + 3] * 36.0
-            # dot gives sizes in inches to 4 decimals: round the box to 1/100 pt so it is not off by 0.0002
-            nodes[vid] = (round(x - hw, 2), round(y - hh, 2), round(x + hw, 2), round(y + hh, 2))
+            boxed.append((cluster_ids[name], obj["bb"]))
+    # the numbers of all cluster boxes ("x0,y0,x1,y1") and of all node boxes ("x,y" + width, height) are read
+    # in one orjson call each, not with one float() per token
+    nums = _read_numbers(bb for _, bb in boxed)
+    clusters: dict[str, Box] = {cid: (nums[4 * k], nums[4 * k + 1], nums[4 * k + 2], nums[4 * k + 3])
+                                for k, (cid, _) in enumerate(boxed)}
+    nums = _read_numbers(f"{p},{w},{h}" for _, p, w, h in placed)
+    for k, (vid, *_) in enumerate(placed):
+        x, y, hw, hh = nums[4 * k], nums[4 * k + 1], nums[4 * k + 2] * 36.0, nums[4 * k + 3] * 36.0
+        # dot gives sizes in inches to 4 decimals: round the box to 1/100 pt so it is not off by 0.0002
+        nodes[vid] = (round(x - hw, 2), round(y - hh, 2), round(x + hw, 2), round(y + hh, 2))
     if len(nodes) < len(vg.nodes):
         missing = [v.id for v in vg.nodes if v.id not in nodes]
         raise GraphvizError(f"Graphviz output has no position for {len(missing)} node(s), e.g. {missing[0]}")
@@ -155,10 +159,14 @@ def parse_json(raw: bytes | str, vg: VisibleGraph, names: DotNames, rankdir: str
         if not todo or "pos" not in obj:
             raise GraphvizError(f"Graphviz output has an edge the view does not: {key}")
         order.append(todo.pop(0))
+    labelled = [obj["lp"] for obj in dot_edges if "lp" in obj]
+    nums = _read_numbers(labelled)
+    label_at = iter(zip(nums[0::2], nums[1::2], strict=True))
+    if len(nums) != 2 * len(labelled):
+        raise GraphvizError("Graphviz edge label positions are not 2-D points")
     for i, obj, points in zip(order, dot_edges, spline_polylines([o["pos"] for o in dot_edges]), strict=True):
         ve = vg.edges[i]
-        lp = _point(obj["lp"]) if "lp" in obj else None
-        paths[i] = EdgePath(ve.src, ve.dst, points, ve.label, lp)
+        paths[i] = EdgePath(ve.src, ve.dst, points, ve.label, next(label_at) if "lp" in obj else None)
     if any(p is None for p in paths):
         raise GraphvizError("Graphviz output is missing some of the view's edges")
     edges = [p for p in paths if p is not None]
