@@ -6,6 +6,7 @@ Kept apart from ``view.py`` so the contract between the pipeline stages is one s
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 from .graph import TensorMeta
@@ -69,3 +70,17 @@ class VisibleGraph:
     clusters: tuple[Cluster, ...]
     spec: ViewSpec
     notes: tuple[str, ...] = field(default=())   # e.g. "auto-collapsed below depth 3: 5,230 nodes over budget"
+
+    @cached_property
+    def _hash(self) -> int:
+        return hash((self.nodes, self.edges, self.clusters, self.spec, self.notes))
+
+    def __hash__(self) -> int:
+        # a view keys the layout cache, which hashes it on every lookup and insert: hashing hundreds of nodes
+        # and edges each time cost more than a cache hit's own work, so the hash is computed once
+        return self._hash
+
+    def __getstate__(self) -> dict[str, object]:
+        state = dict(self.__dict__)
+        state.pop("_hash", None)   # str hashes differ between processes: a pickled view rehashes on load
+        return state
