@@ -91,8 +91,9 @@ def spline_polylines(positions: list[str]) -> list[tuple[Point, ...]]:
     straight = is_straight.tolist()
     curved = ~is_straight
     q0, q1, q2, q3 = p0[curved], p1[curved], p2[curved], p3[curved]
-    # samples of the curved pieces only, in piece order: curved piece m → samples[m]
-    samples = np.stack([a * q0 + b * q1 + c * q2 + d * q3 for a, b, c, d in _WEIGHTS], axis=1).tolist()
+    # samples of the curved pieces only, in piece order
+    samples = np.stack([a * q0 + b * q1 + c * q2 + d * q3 for a, b, c, d in _WEIGHTS], axis=1).reshape(-1, 2)
+    sample_pts = list(zip(*samples.T.tolist(), strict=True))    # BEZIER_SAMPLES points per curved piece
     pairs = list(zip(vals[0::2], vals[1::2], strict=True))   # every point as an (x, y) tuple, made in one C loop
     out: list[tuple[Point, ...]] = []
     piece = 0
@@ -103,8 +104,8 @@ def spline_polylines(positions: list[str]) -> list[tuple[Point, ...]]:
             if straight[j]:
                 pts.append(pairs[piece_start[j] + 3])
             else:
-                pts.extend(map(tuple, samples[bent]))
-                bent += 1
+                pts.extend(sample_pts[bent:bent + BEZIER_SAMPLES])
+                bent += BEZIER_SAMPLES
         piece += n
         if e is not None:
             pts.append(pairs[e])
@@ -120,7 +121,6 @@ def parse_json(raw: bytes | str, vg: VisibleGraph, names: DotNames, rankdir: str
         raise GraphvizError(f"could not read Graphviz JSON output: {exc}") from None
     node_ids, cluster_ids = names.nodes, names.clusters
     gvid_id: dict[int, str] = {}      # dot's object number → visible node id
-    nodes: dict[str, Box] = {}
     placed: list[tuple[str, str, str, str]] = []    # visible id, pos, width, height
     boxed: list[tuple[str, str]] = []                # cluster id, bb
     for obj in data.get("objects", ()):
@@ -136,11 +136,11 @@ def parse_json(raw: bytes | str, vg: VisibleGraph, names: DotNames, rankdir: str
     nums = _read_numbers(bb for _, bb in boxed)
     clusters: dict[str, Box] = {cid: (nums[4 * k], nums[4 * k + 1], nums[4 * k + 2], nums[4 * k + 3])
                                 for k, (cid, _) in enumerate(boxed)}
-    nums = _read_numbers(f"{p},{w},{h}" for _, p, w, h in placed)
-    for k, (vid, *_) in enumerate(placed):
-        x, y, hw, hh = nums[4 * k], nums[4 * k + 1], nums[4 * k + 2] * 36.0, nums[4 * k + 3] * 36.0
-        # dot gives sizes in inches to 4 decimals: round the box to 1/100 pt so it is not off by 0.0002
-        nodes[vid] = (round(x - hw, 2), round(y - hh, 2), round(x + hw, 2), round(y + hh, 2))
+    centre_size = np.array(_read_numbers(f"{p},{w},{h}" for _, p, w, h in placed), dtype=float).reshape(-1, 4)
+    centre, half = centre_size[:, :2], centre_size[:, 2:] * 36.0     # sizes are in inches
+    # dot gives sizes in inches to 4 decimals: round the box to 1/100 pt so it is not off by 0.0002
+    corners = np.round(np.hstack([centre - half, centre + half]), 2).tolist()
+    nodes: dict[str, Box] = dict(zip([vid for vid, *_ in placed], map(tuple, corners), strict=True))
     if len(nodes) < len(vg.nodes):
         missing = [v.id for v in vg.nodes if v.id not in nodes]
         raise GraphvizError(f"Graphviz output has no position for {len(missing)} node(s), e.g. {missing[0]}")
