@@ -19,8 +19,9 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from ..graph import Edge, ModuleCall, Node, ParamInfo, TensorMeta, call_id_for
-from .describe import IN_PLACE_NONE_RETURN, clip, dtype_name, func_name, meta_text, short_repr, source_path
+from ..graph import Edge, ModuleCall, Node, TensorMeta, call_id_for
+from .describe import IN_PLACE_NONE_RETURN, clip, func_name, short_repr, source_path
+from .facts import METAS, fast_factory, module_info, new_edge, new_node, tensor_meta
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 # Only the tracer itself is skipped when looking for the user's line: models defined elsewhere in this
@@ -73,7 +74,7 @@ class Recorder:
             self.param_names.setdefault(id(b), q)
         # Static facts about each module, read outside the function mode (inside it every .shape would be
         # dispatched through __torch_function__).
-        self.module_info = {id(m): _module_info(m, subtree.get(q, 0)) for q, m in modules}
+        self.module_info = {id(m): module_info(m, subtree.get(q, 0)) for q, m in modules}
 
     # ---- module hooks ------------------------------------------------------------------
     def pre_hook(self, module: torch.nn.Module, args: Any) -> None:
@@ -154,7 +155,7 @@ class Recorder:
         q = self.param_names.get(id(t))
         meta, text = self.param_metas.get(id(t)) or tensor_meta(t)
         nid = f"n:{len(self.nodes)}"
-        self.nodes.append(_new_node({
+        self.nodes.append(new_node({
             "id": nid, "kind": "constant" if q is None else "parameter", "name": "constant" if q is None else q,
             "parent": parent, "error": None, "args": (), "source": None, "params": () if q is None else (q,),
             "outputs": (meta,)}))
@@ -173,16 +174,16 @@ class Recorder:
                 return
         meta, text = tensor_meta(t)
         nid = f"n:{len(self.nodes)}"
-        self.nodes.append(_new_node({"id": nid, "kind": "input", "name": name, "parent": None, "error": None,
+        self.nodes.append(new_node({"id": nid, "kind": "input", "name": name, "parent": None, "error": None,
                                      "args": (), "source": None, "params": (), "outputs": (meta,)}))
         self.producer[id(t)] = (weakref.ref(t), nid, nid + "/0", meta, text)
 
     def add_output(self, name: str, t: torch.Tensor) -> None:
         src, tname, meta, _ = self.lookup(t, None)
         nid = f"n:{len(self.nodes)}"
-        self.nodes.append(_new_node({"id": nid, "kind": "output", "name": name, "parent": None, "error": None,
+        self.nodes.append(new_node({"id": nid, "kind": "output", "name": name, "parent": None, "error": None,
                                      "args": (), "source": None, "params": (), "outputs": (meta,)}))
-        self.edges.append(_new_edge({"src": src, "dst": nid, "tensor": tname, "meta": meta, "dst_arg": 0}))
+        self.edges.append(new_edge({"src": src, "dst": nid, "tensor": tname, "meta": meta, "dst_arg": 0}))
 
     def record(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any,
                error: BaseException | None = None) -> None:
@@ -245,7 +246,7 @@ class Recorder:
             out, in_place = args[0], True
         nid = f"n:{len(self.nodes)}"     # after its parameter/constant inputs: ids stay in topological order
         if isinstance(out, _Tensor):     # the common case: one tensor out
-            m = _METAS.get((tuple(out.shape), out.dtype, out.device))
+            m = METAS.get((tuple(out.shape), out.dtype, out.device))
             meta, text = m if m is not None else tensor_meta(out)
             outputs: tuple[TensorMeta, ...] = (meta,)
             # An op that hands back a parameter it was given, unchanged (p.to(same dtype)), does not take
@@ -255,18 +256,18 @@ class Recorder:
         else:
             metas: list[TensorMeta] = []
             for i, t in enumerate(_flat_tensors(out)):
-                m = _METAS.get((tuple(t.shape), t.dtype, t.device))
+                m = METAS.get((tuple(t.shape), t.dtype, t.device))
                 meta, text = m if m is not None else tensor_meta(t)
                 metas.append(meta)
                 if in_place or id(t) not in pnames:
                     producer[id(t)] = (weakref.ref(t), nid, f"{nid}/{i}", meta, text)
             outputs = tuple(metas)
-        self.nodes.append(_new_node({"id": nid, "kind": "op", "name": name, "parent": parent, "error": None,
+        self.nodes.append(new_node({"id": nid, "kind": "op", "name": name, "parent": parent, "error": None,
                                      "args": tuple(rargs), "source": source, "params": tuple(params),
                                      "outputs": outputs}))
         edges = self.edges
         for src, tname, meta, p in pending:
-            edges.append(_new_edge({"src": src, "dst": nid, "tensor": tname, "meta": meta, "dst_arg": p}))
+            edges.append(new_edge({"src": src, "dst": nid, "tensor": tname, "meta": meta, "dst_arg": p}))
 
     def failed_node(self, error: BaseException) -> str | None:
         """Add the node of the op whose exception ended the forward pass (if an op raised it); its id."""
@@ -278,11 +279,11 @@ class Recorder:
             return None
         name, parent, source, rargs, params, pending, exc = chosen
         nid = f"n:{len(self.nodes)}"
-        self.nodes.append(_new_node({"id": nid, "kind": "op", "name": name, "parent": parent,
+        self.nodes.append(new_node({"id": nid, "kind": "op", "name": name, "parent": parent,
                                      "error": f"{type(exc).__name__}: {exc}", "args": rargs, "source": source,
                                      "params": params, "outputs": ()}))
         for src, tname, meta, p in pending:
-            self.edges.append(_new_edge({"src": src, "dst": nid, "tensor": tname, "meta": meta, "dst_arg": p}))
+            self.edges.append(new_edge({"src": src, "dst": nid, "tensor": tname, "meta": meta, "dst_arg": p}))
         return nid
 
     def note_size(self, args: tuple[Any, ...], out: Any) -> None:
@@ -361,22 +362,6 @@ def _flat_tensors(obj: Any) -> list[torch.Tensor]:
     return []
 
 
-_METAS: dict[tuple[Any, ...], tuple[TensorMeta, str]] = {}
-
-
-def tensor_meta(t: torch.Tensor) -> tuple[TensorMeta, str]:
-    """The (shared, immutable) TensorMeta of ``t`` and its text; interned because most shapes repeat."""
-    key = (tuple(t.shape), t.dtype, t.device)
-    m = _METAS.get(key)
-    if m is None:
-        if len(_METAS) > 50_000:
-            _METAS.clear()
-        dt = key[1]
-        meta = TensorMeta(shape=key[0], dtype=dtype_name(dt), device=str(key[2]), nbytes=t.numel() * dt.itemsize)
-        m = _METAS[key] = (meta, meta_text(meta))
-    return m
-
-
 def in_chain(target: BaseException, exc: BaseException | None) -> bool:
     """Is ``target`` the exception ``exc`` or one it was raised from / while handling?"""
     seen = 0
@@ -386,83 +371,3 @@ def in_chain(target: BaseException, exc: BaseException | None) -> bool:
         exc = exc.__cause__ or exc.__context__
         seen += 1
     return False
-
-
-_CLASS_INFO: dict[type, tuple[str, bool, bool]] = {}
-_ATTR_TYPES = (bool, int, float)
-
-
-def _class_info(cls: type) -> tuple[str, bool, bool]:
-    """(name, defined under torch.nn, overrides extra_repr): per class, computed once."""
-    info = _CLASS_INFO.get(cls)
-    if info is None:
-        info = _CLASS_INFO[cls] = (cls.__name__, cls.__module__.startswith("torch.nn."),
-                                   cls.extra_repr is not torch.nn.Module.extra_repr)
-    return info
-
-
-def _module_info(m: torch.nn.Module, num_params: int) -> tuple[Any, ...]:
-    """(cls, builtin, num_params, params, extra_repr, attrs): static facts about a module, computed once.
-
-    Exact type checks (not isinstance) on attribute values: isinstance on an object with a custom
-    __getattribute__ (a Hugging Face config) runs Python code.
-    """
-    name, builtin, custom_repr = _class_info(type(m))
-    params: tuple[ParamInfo, ...] = ()
-    if m._parameters or m._buffers:
-        params = tuple(
-            _new_param({"name": n, "shape": tuple(p.shape), "dtype": dtype_name(p.dtype),
-                        "trainable": p.requires_grad, "is_buffer": False})
-            for n, p in m._parameters.items() if p is not None
-        ) + tuple(
-            _new_param({"name": n, "shape": tuple(b.shape), "dtype": dtype_name(b.dtype), "trainable": False,
-                        "is_buffer": True})
-            for n, b in m._buffers.items() if b is not None
-        )
-    extra = ""
-    if custom_repr:
-        try:
-            extra = m.extra_repr()
-        except Exception:  # a broken extra_repr must not break the trace
-            extra = ""
-        if len(extra) > 200:
-            extra = extra[:197] + "..."
-    attrs: list[tuple[str, str]] = []
-    for k, v in m.__dict__.items():
-        if k[0] == "_" or k == "training":
-            continue
-        tv = type(v)
-        if tv in _ATTR_TYPES or (tv is str and len(v) <= 40) or (
-                tv is tuple and len(v) <= 4 and all(type(x) in _ATTR_TYPES for x in v)):
-            attrs.append((k, repr(v)))
-            if len(attrs) >= 12:
-                break
-    return name, builtin, num_params, params, extra, tuple(attrs)
-
-
-def fast_factory(cls: type) -> Any:
-    """A fast constructor for a frozen dataclass, given all its fields as a dict.
-
-    ``__init__`` of a frozen dataclass sets each field through ``object.__setattr__``; filling ``__dict__``
-    directly is several times faster, which matters for thousands of nodes. Only used when ``cls`` has no
-    ``__post_init__`` and no ``__slots__`` and the dict names every field, so the object is the same as
-    ``cls(**fields)`` (the JSON round-trip tests compare them); otherwise it falls back to ``cls(**fields)``.
-    """
-    n_fields = len(dataclasses.fields(cls))
-    if hasattr(cls, "__post_init__") or "__slots__" in cls.__dict__:
-        return lambda fields: cls(**fields)
-    new = object.__new__
-
-    def make(fields: dict[str, Any]) -> Any:
-        if len(fields) != n_fields:
-            return cls(**fields)
-        obj = new(cls)
-        obj.__dict__.update(fields)
-        return obj
-
-    return make
-
-
-_new_param = fast_factory(ParamInfo)
-_new_node = fast_factory(Node)
-_new_edge = fast_factory(Edge)
