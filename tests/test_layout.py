@@ -236,6 +236,22 @@ def test_dot_run_is_fed_once(dot_binary):
     assert _dot_children() == []
 
 
+def test_streamed_run_gives_dots_output_and_its_errors(dot_binary):
+    # the pieces handed over while dot writes add up to its whole output, for a DOT bigger than a pipe's buffer
+    source = "digraph {" + "".join(f'n{i} [label="{"x" * 40}"]; n{i} -> n{i + 1};' for i in range(2500)) + "}"
+    assert len(source) > 1 << 17
+    pieces: list[bytes] = []
+    with layout.DotRun("json0") as run:
+        out = run.feed(source, pieces.append)
+    assert len(pieces) >= 1 and b"".join(pieces) == out == layout.run_dot(source, "json0")
+    with pytest.raises(layout.GraphvizError, match="dot failed"):
+        layout.DotRun("json0").feed("digraph { a -> ", pieces.append)
+    body = "".join(f"v{i} -> v{(i * 7919 + k) % 1500};" for i in range(1500) for k in (1, 2, 3))
+    with pytest.raises(layout.GraphvizError, match="time budget"):
+        layout.DotRun("json0", timeout=0.05).feed("digraph {" + body + "}", pieces.append)
+    assert _dot_children() == []
+
+
 def _dot_children() -> list[int]:
     """Pids of `dot` processes whose parent is this test process (from /proc)."""
     out = []

@@ -15,8 +15,9 @@ import pydot
 
 from ..view_types import VisibleGraph
 from .dot import RANKDIRS, build_dot, check_rankdir, node_size, text_width, to_dot
-from .parse import parse_json, spline_points
+from .parse import spline_points
 from .run import DEFAULT_TIMEOUT, DotRun, GraphvizError, GraphvizNotFound, find_dot, run_dot
+from .stream import JsonStream
 from .types import Box, EdgePath, Layout
 
 __all__ = [
@@ -52,10 +53,11 @@ def layout_view(vg: VisibleGraph, rankdir: str = "TB", *, timeout: float | None 
     try:
         with DotRun(DOT_FORMAT, timeout) as run:   # dot starts up while the DOT is being written
             dot, names = build_dot(vg, rankdir)
-            raw = run.feed(dot.to_string())
+            stream = JsonStream(vg, names, rankdir)   # reads dot's output while dot is still writing it
+            run.feed(dot.to_string(), stream.feed)
         with _lock:
             _stats["dot_runs"] += 1
-        lay = parse_json(raw, vg, names, rankdir)
+        lay = stream.layout()
     finally:
         if gc_was_enabled:
             gc.enable()

@@ -113,66 +113,92 @@ def spline_polylines(positions: list[str]) -> list[tuple[Point, ...]]:
     return out
 
 
+class LayoutReader:
+    """Builds a Layout from dot's JSON objects and edges, given in batches in dot's order.
+
+    ``parse_json`` gives it a whole document; ``layout.stream`` gives it each run of complete elements while
+    dot is still writing the rest, so most of the reading happens before dot has finished.
+    """
+
+    def __init__(self, vg: VisibleGraph, names: DotNames, rankdir: str) -> None:
+        self.vg, self.names, self.rankdir = vg, names, rankdir
+        self.gvid_id: dict[int, str] = {}      # dot's object number → visible node id
+        self.placed: list[tuple[str, str, str, str]] = []    # visible id, pos, width, height
+        self.boxed: list[tuple[str, str]] = []                # cluster id, bb
+        # dot numbers edges by tail node, not in DOT order: they are matched back by (tail, head, label), first
+        # come first served (edges with all three equal are interchangeable on screen)
+        self.queue: dict[tuple[str, str, str], list[int]] = {}
+        for i, ve in enumerate(vg.edges):
+            self.queue.setdefault((ve.src, ve.dst, ve.label), []).append(i)
+        self.paths: list[EdgePath | None] = [None] * len(vg.edges)
+        self.last_edge = -1    # _gvid of the last edge read: edges must come in dot's numbering order
+
+    def objects(self, batch: list[dict[str, Any]]) -> None:
+        node_ids, cluster_ids = self.names.nodes, self.names.clusters
+        for obj in batch:
+            name = obj.get("name", "")
+            vid = node_ids.get(name)
+            if vid is not None:
+                self.gvid_id[obj["_gvid"]] = vid
+                self.placed.append((vid, obj["pos"], obj["width"], obj["height"]))
+            elif name in cluster_ids and "bb" in obj:
+                self.boxed.append((cluster_ids[name], obj["bb"]))
+
+    def edges(self, batch: list[dict[str, Any]]) -> None:
+        """Edges in ascending ``_gvid`` (dot's own output order); all objects must have been read before."""
+        gvid_id, queue, vg = self.gvid_id, self.queue, self.vg
+        order: list[int] = []
+        for obj in batch:
+            if obj["_gvid"] <= self.last_edge:
+                raise GraphvizError("Graphviz edges are not in their numbering order")
+            self.last_edge = obj["_gvid"]
+            key = (gvid_id.get(obj["tail"], ""), gvid_id.get(obj["head"], ""), obj.get("label", ""))
+            todo = queue.get(key)
+            if not todo or "pos" not in obj:
+                raise GraphvizError(f"Graphviz output has an edge the view does not: {key}")
+            order.append(todo.pop(0))
+        labelled = [obj["lp"] for obj in batch if "lp" in obj]
+        nums = _read_numbers(labelled)
+        if len(nums) != 2 * len(labelled):
+            raise GraphvizError("Graphviz edge label positions are not 2-D points")
+        label_at = iter(zip(nums[0::2], nums[1::2], strict=True))
+        for i, obj, points in zip(order, batch, spline_polylines([o["pos"] for o in batch]), strict=True):
+            ve = vg.edges[i]
+            self.paths[i] = EdgePath(ve.src, ve.dst, points, ve.label, next(label_at) if "lp" in obj else None)
+
+    def layout(self, bb: str) -> Layout:
+        """The Layout, once every object and edge has been read; ``bb`` is the graph's bounding box."""
+        vg, placed, boxed = self.vg, self.placed, self.boxed
+        # the numbers of all cluster boxes ("x0,y0,x1,y1") and of all node boxes ("x,y" + width, height) are
+        # read in one orjson call each, not with one float() per token
+        nums = _read_numbers(b for _, b in boxed)
+        clusters: dict[str, Box] = {cid: (nums[4 * k], nums[4 * k + 1], nums[4 * k + 2], nums[4 * k + 3])
+                                    for k, (cid, _) in enumerate(boxed)}
+        centre_size = np.array(_read_numbers(f"{p},{w},{h}" for _, p, w, h in placed), dtype=float).reshape(-1, 4)
+        centre, half = centre_size[:, :2], centre_size[:, 2:] * 36.0     # sizes are in inches
+        # dot gives sizes in inches to 4 decimals: round the box to 1/100 pt so it is not off by 0.0002
+        corners = np.round(np.hstack([centre - half, centre + half]), 2).tolist()
+        nodes: dict[str, Box] = dict(zip([vid for vid, *_ in placed], map(tuple, corners), strict=True))
+        if len(nodes) < len(vg.nodes):
+            missing = [v.id for v in vg.nodes if v.id not in nodes]
+            raise GraphvizError(f"Graphviz output has no position for {len(missing)} node(s), e.g. {missing[0]}")
+        edges = [p for p in self.paths if p is not None]
+        if len(edges) < len(self.paths):
+            raise GraphvizError("Graphviz output is missing some of the view's edges")
+        parent: dict[str, str | None] = {v.id: v.parent for v in vg.nodes}
+        parent.update({c.id: c.parent for c in vg.clusters})
+        x0, y0, x1, y1 = _box(bb)
+        return Layout(nodes=nodes, clusters=clusters, parent=parent, edges=tuple(edges),
+                      width=x1 - x0, height=y1 - y0, rankdir=self.rankdir)
+
+
 def parse_json(raw: bytes | str, vg: VisibleGraph, names: DotNames, rankdir: str) -> Layout:
-    """Read ``dot -Tjson0`` (or ``-Tjson``) output for the DOT built by ``build_dot(vg)``."""
+    """Read ``dot -Tjson0`` (or ``-Tjson``) output for the DOT built by ``build_dot(vg)``, as a whole."""
     try:
         data: dict[str, Any] = orjson.loads(raw)   # a third of the time json.loads takes on dot's output
     except ValueError as exc:
         raise GraphvizError(f"could not read Graphviz JSON output: {exc}") from None
-    node_ids, cluster_ids = names.nodes, names.clusters
-    gvid_id: dict[int, str] = {}      # dot's object number → visible node id
-    placed: list[tuple[str, str, str, str]] = []    # visible id, pos, width, height
-    boxed: list[tuple[str, str]] = []                # cluster id, bb
-    for obj in data.get("objects", ()):
-        name = obj.get("name", "")
-        vid = node_ids.get(name)
-        if vid is not None:
-            gvid_id[obj["_gvid"]] = vid
-            placed.append((vid, obj["pos"], obj["width"], obj["height"]))
-        elif name in cluster_ids and "bb" in obj:
-            boxed.append((cluster_ids[name], obj["bb"]))
-    # the numbers of all cluster boxes ("x0,y0,x1,y1") and of all node boxes ("x,y" + width, height) are read
-    # in one orjson call each, not with one float() per token
-    nums = _read_numbers(bb for _, bb in boxed)
-    clusters: dict[str, Box] = {cid: (nums[4 * k], nums[4 * k + 1], nums[4 * k + 2], nums[4 * k + 3])
-                                for k, (cid, _) in enumerate(boxed)}
-    centre_size = np.array(_read_numbers(f"{p},{w},{h}" for _, p, w, h in placed), dtype=float).reshape(-1, 4)
-    centre, half = centre_size[:, :2], centre_size[:, 2:] * 36.0     # sizes are in inches
-    # dot gives sizes in inches to 4 decimals: round the box to 1/100 pt so it is not off by 0.0002
-    corners = np.round(np.hstack([centre - half, centre + half]), 2).tolist()
-    nodes: dict[str, Box] = dict(zip([vid for vid, *_ in placed], map(tuple, corners), strict=True))
-    if len(nodes) < len(vg.nodes):
-        missing = [v.id for v in vg.nodes if v.id not in nodes]
-        raise GraphvizError(f"Graphviz output has no position for {len(missing)} node(s), e.g. {missing[0]}")
-
-    # dot numbers edges by tail node, not in DOT order: match them back by (tail, head, label), first come
-    # first served (edges with all three equal are interchangeable on screen)
-    queue: dict[tuple[str, str, str], list[int]] = {}
-    for i, ve in enumerate(vg.edges):
-        queue.setdefault((ve.src, ve.dst, ve.label), []).append(i)
-    paths: list[EdgePath | None] = [None] * len(vg.edges)
-    dot_edges = sorted(data.get("edges", ()), key=itemgetter("_gvid"))
-    order: list[int] = []
-    for obj in dot_edges:
-        key = (gvid_id.get(obj["tail"], ""), gvid_id.get(obj["head"], ""), obj.get("label", ""))
-        todo = queue.get(key)
-        if not todo or "pos" not in obj:
-            raise GraphvizError(f"Graphviz output has an edge the view does not: {key}")
-        order.append(todo.pop(0))
-    labelled = [obj["lp"] for obj in dot_edges if "lp" in obj]
-    nums = _read_numbers(labelled)
-    label_at = iter(zip(nums[0::2], nums[1::2], strict=True))
-    if len(nums) != 2 * len(labelled):
-        raise GraphvizError("Graphviz edge label positions are not 2-D points")
-    for i, obj, points in zip(order, dot_edges, spline_polylines([o["pos"] for o in dot_edges]), strict=True):
-        ve = vg.edges[i]
-        paths[i] = EdgePath(ve.src, ve.dst, points, ve.label, next(label_at) if "lp" in obj else None)
-    if any(p is None for p in paths):
-        raise GraphvizError("Graphviz output is missing some of the view's edges")
-    edges = [p for p in paths if p is not None]
-
-    parent: dict[str, str | None] = {v.id: v.parent for v in vg.nodes}
-    parent.update({c.id: c.parent for c in vg.clusters})
-    x0, y0, x1, y1 = _box(data.get("bb", "0,0,0,0"))
-    return Layout(nodes=nodes, clusters=clusters, parent=parent, edges=tuple(edges),
-                  width=x1 - x0, height=y1 - y0, rankdir=rankdir)
+    reader = LayoutReader(vg, names, rankdir)
+    reader.objects(data.get("objects", []))
+    reader.edges(sorted(data.get("edges", ()), key=itemgetter("_gvid")))
+    return reader.layout(data.get("bb", "0,0,0,0"))

@@ -7,11 +7,22 @@ libraries and plugins, and that start-up runs on another core while we are still
 from __future__ import annotations
 
 import os
+import selectors
 import shutil
 import subprocess
+import time
+from collections.abc import Callable
 from types import TracebackType
+from typing import NoReturn
+
+try:
+    import fcntl
+except ImportError:     # Windows
+    pass
 
 DEFAULT_TIMEOUT = float(os.environ.get("TVD_DOT_TIMEOUT", "60"))   # seconds
+_READ_SIZE = 1 << 20
+_F_SETPIPE_SZ = 1031     # Linux fcntl: a pipe's buffer size
 
 INSTALL_HINT = (
     "Install Graphviz: `sudo apt-get install graphviz` (Debian/Ubuntu), `brew install graphviz` (macOS), "
@@ -56,33 +67,105 @@ class DotRun:
                 [exe, f"-T{fmt}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         except OSError:
             raise GraphvizNotFound(f"Graphviz `dot` at {exe} could not be started. {INSTALL_HINT}") from None
+        # big pipes: the DOT goes in with one write, and dot never waits on us while we read its output
+        for pipe in (self._proc.stdin, self._proc.stdout):
+            try:
+                fcntl.fcntl(pipe.fileno(), _F_SETPIPE_SZ, _READ_SIZE)   # type: ignore[union-attr]
+            except (OSError, NameError):   # not Linux, or over the system's pipe limit: default pipes work too
+                pass
 
-    def feed(self, source: str | bytes) -> bytes:
-        """Send the DOT, wait for dot (at most ``timeout`` seconds from here) and return its output."""
+    def feed(self, source: str | bytes, on_output: Callable[[bytes], None] | None = None) -> bytes:
+        """Send the DOT, wait for dot (at most ``timeout`` seconds from here) and return its output.
+
+        ``on_output`` is called with each piece of output as it arrives, while dot is still writing the rest.
+        """
         proc = self._proc
         if proc is None:
             raise RuntimeError("a DotRun is fed once")
         data = source.encode("utf-8") if isinstance(source, str) else source
-        try:
-            out, err = proc.communicate(data, timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            self.close()
-            raise GraphvizError(
-                f"Graphviz dot ran past its time budget of {self.timeout:g} s and was stopped. Collapse some "
-                f"modules, lower the node budget, or raise the timeout (layout_view(..., timeout=...) or "
-                f"$TVD_DOT_TIMEOUT).") from None
+        if on_output is None:
+            try:
+                out, err = proc.communicate(data, timeout=self.timeout)
+            except subprocess.TimeoutExpired:
+                self._overran()
+        else:
+            out, err = self._pump(proc, data, on_output)
         self._proc = None
         if proc.returncode != 0:
             text = err.decode("utf-8", "replace").strip()
             raise GraphvizError(f"Graphviz dot failed (exit code {proc.returncode}): {text[:2000]}")
         return out
 
+    def _pump(self, proc: subprocess.Popen[bytes], data: bytes,
+              on_output: Callable[[bytes], None]) -> tuple[bytes, bytes]:
+        """``communicate`` that hands each piece of stdout to ``on_output`` as it arrives."""
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        deadline = time.monotonic() + self.timeout
+        out: list[bytes] = []
+        err: list[bytes] = []
+        todo = memoryview(data)
+        with selectors.DefaultSelector() as sel:
+            if todo:
+                os.set_blocking(proc.stdin.fileno(), False)
+                sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE, "in")
+            else:
+                proc.stdin.close()
+            sel.register(proc.stdout.fileno(), selectors.EVENT_READ, "out")
+            sel.register(proc.stderr.fileno(), selectors.EVENT_READ, "err")
+            while sel.get_map():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    self._overran()
+                for key, _ in sel.select(remaining):
+                    if key.data == "in":
+                        try:
+                            todo = todo[os.write(key.fd, todo):]
+                        except BlockingIOError:
+                            continue
+                        except BrokenPipeError:     # dot stopped reading: its exit code and stderr say why
+                            todo = todo[:0]
+                        if not todo:
+                            sel.unregister(key.fd)
+                            try:
+                                proc.stdin.close()
+                            except OSError:
+                                pass
+                        continue
+                    piece = os.read(key.fd, _READ_SIZE)
+                    if not piece:
+                        sel.unregister(key.fd)
+                    elif key.data == "out":
+                        out.append(piece)
+                        on_output(piece)
+                    else:
+                        err.append(piece)
+        try:
+            proc.wait(max(deadline - time.monotonic(), 0.001))
+        except subprocess.TimeoutExpired:
+            self._overran()
+        proc.stdout.close()
+        proc.stderr.close()
+        return b"".join(out), b"".join(err)
+
+    def _overran(self) -> NoReturn:
+        self.close()
+        raise GraphvizError(
+            f"Graphviz dot ran past its time budget of {self.timeout:g} s and was stopped. Collapse some "
+            f"modules, lower the node budget, or raise the timeout (layout_view(..., timeout=...) or "
+            f"$TVD_DOT_TIMEOUT).") from None
+
     def close(self) -> None:
         """Kill and reap the process if it is still running (a no-op after ``feed``)."""
         proc, self._proc = self._proc, None
         if proc is not None:
             proc.kill()
-            proc.communicate()
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                try:
+                    if pipe is not None:
+                        pipe.close()
+                except OSError:
+                    pass
+            proc.wait()
 
     def __enter__(self) -> DotRun:
         return self
