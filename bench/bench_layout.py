@@ -168,7 +168,7 @@ def bench_big(repeat: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--repeat", type=int, default=21)
     args = ap.parse_args(argv)
     table = bench(args.repeat) + bench_big(max(3, args.repeat // 3))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
