@@ -12,6 +12,8 @@ from support_graphs import failed_graph, nested_graph, stack_graph, twice_graph
 
 from torchvista_dash import layout, view
 from torchvista_dash.graph import TensorMeta
+from torchvista_dash.layout.dot import build_dot
+from torchvista_dash.layout.parse import parse_json
 from torchvista_dash.layout.types import Layout
 from torchvista_dash.view_types import Cluster, ViewSpec, VisibleEdge, VisibleGraph, VisibleNode
 
@@ -250,6 +252,21 @@ def test_streamed_run_gives_dots_output_and_its_errors(dot_binary):
     with pytest.raises(layout.GraphvizError, match="time budget"):
         layout.DotRun("json0", timeout=0.05).feed("digraph {" + body + "}", pieces.append)
     assert _dot_children() == []
+
+
+def test_without_select_on_pipes_the_output_is_handed_over_once_at_the_end(dot_binary, monkeypatch):
+    from torchvista_dash.layout import run as run_mod
+
+    monkeypatch.setattr(run_mod, "_CAN_PUMP", False)    # as on Windows
+    pieces: list[bytes] = []
+    with layout.DotRun("json0") as run:
+        out = run.feed("digraph { a -> b }", pieces.append)
+    assert pieces == [out] and b'"objects"' in out
+    layout.clear_cache()
+    g = twice_graph()
+    vg = view.build_view(g, view.make_spec(g))
+    dot, names = build_dot(vg)
+    assert layout.layout_view(vg) == parse_json(layout.run_dot(dot.to_string(), layout.DOT_FORMAT), vg, names, "TB")
 
 
 def _dot_children() -> list[int]:

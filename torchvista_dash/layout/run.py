@@ -23,6 +23,7 @@ except ImportError:     # Windows
 DEFAULT_TIMEOUT = float(os.environ.get("TVD_DOT_TIMEOUT", "60"))   # seconds
 _READ_SIZE = 1 << 20
 _F_SETPIPE_SZ = 1031     # Linux fcntl: a pipe's buffer size
+_CAN_PUMP = os.name == "posix"   # select() on pipes and non-blocking pipe writes
 
 INSTALL_HINT = (
     "Install Graphviz: `sudo apt-get install graphviz` (Debian/Ubuntu), `brew install graphviz` (macOS), "
@@ -83,13 +84,15 @@ class DotRun:
         if proc is None:
             raise RuntimeError("a DotRun is fed once")
         data = source.encode("utf-8") if isinstance(source, str) else source
-        if on_output is None:
+        if on_output is not None and _CAN_PUMP:
+            out, err = self._pump(proc, data, on_output)
+        else:
             try:
                 out, err = proc.communicate(data, timeout=self.timeout)
             except subprocess.TimeoutExpired:
                 self._overran()
-        else:
-            out, err = self._pump(proc, data, on_output)
+            if on_output is not None and proc.returncode == 0:
+                on_output(out)      # no select() on pipes here (Windows): all of it, at the end
         self._proc = None
         if proc.returncode != 0:
             text = err.decode("utf-8", "replace").strip()
