@@ -32,6 +32,13 @@ def test_distinctive_structure() -> None:
     assert {"TransformerEncoder", "TransformerDecoder"} <= {c.cls for c in tr.module_calls}
     res = demo_trace("resnet").graph
     assert sum(c.cls == "BasicBlock" for c in res.module_calls) == 4
+    # an identity shortcut is drawn on the residual path, like the downsampling Sequential one
+    from torchvista_dash import view
+
+    vg = view.build_view(res, view.make_spec(res, expanded={"layer2.0", "layer2.1"}))
+    labels = {n.id: n.label for n in vg.nodes}
+    assert labels["mod:layer2.0.shortcut"] == "shortcut: Sequential"
+    assert labels["mod:layer2.1.shortcut"] == "shortcut: Identity"
 
 
 def test_broken_demo_fails_mid_forward_inside_nested_modules() -> None:

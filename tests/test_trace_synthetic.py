@@ -227,3 +227,38 @@ def test_op_returning_a_parameter_unchanged_does_not_take_it_over() -> None:
     assert len(mms) == 2 and all(w.id in _preds(g, m.id) for m in mms)
     (to,) = [n for n in g.nodes if n.name == "to"]
     assert _preds(g, to.id) == [w.id]
+
+
+class _IdentityShortcuts(torch.nn.Module):
+    """A residual block whose shortcut is nn.Identity, and a Sequential of two Identities after a Linear."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+        self.shortcut = torch.nn.Identity()
+        self.tail = torch.nn.Sequential(torch.nn.Identity(), torch.nn.Identity())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.tail(self.fc(x) + self.shortcut(x))
+
+
+def test_a_call_that_runs_no_op_passes_its_tensors_through_a_node_of_its_own() -> None:
+    from torchvista_dash import view
+
+    g = trace_model(_IdentityShortcuts(), (torch.randn(2, 4),)).graph
+    ids = {n.parent: n for n in _by_name(g, "identity")}
+    assert set(ids) == {"mod:shortcut", "mod:tail.0", "mod:tail.1"}     # one node per call that ran no op
+    (x,) = _by_name(g, "x", "input")
+    (add,) = _by_name(g, "add")
+    (lin,) = _by_name(g, "linear")
+    assert _preds(g, ids["mod:shortcut"].id) == [x.id]           # the shortcut takes x ...
+    assert set(_preds(g, add.id)) == {lin.id, ids["mod:shortcut"].id}   # ... and hands it to the add
+    assert x.id in _preds(g, lin.id)                              # the linear still reads x itself
+    assert _preds(g, ids["mod:tail.1"].id) == [ids["mod:tail.0"].id]
+    (out,) = _by_name(g, "output", "output")
+    assert _preds(g, out.id) == [ids["mod:tail.1"].id]
+    # collapsed, each Identity call is a box on the path, as any other module is
+    vg = view.build_view(g, view.make_spec(g, depth=1))
+    boxes = {n.id: n for n in vg.nodes}
+    assert boxes["mod:shortcut"].label == "shortcut: Identity"
+    assert {(e.src, e.dst) for e in vg.edges} >= {(x.id, "mod:shortcut"), ("mod:shortcut", add.id)}

@@ -48,6 +48,7 @@ class Recorder:
         self.calls: list[tuple[str, str, int, str | None, int, int]] = []   # id, qualname, module, parent, k, depth
         self.stack: list[str] = []
         self.sites: list[str | None] = []    # per open call: where a built-in module was called from
+        self.starts: list[int] = []          # per open call: how many nodes there were when it began
         self.call_counts: dict[str, int] = {}
         self.code_cache: dict[int, tuple[Any, str | None]] = {}
         self.sizes: dict[int, tuple[Any, str]] = {}
@@ -93,16 +94,40 @@ class Recorder:
         # Ops inside a built-in module run in torch code: their user-code location is where the module was
         # called. Find it once per call here rather than by a long walk for every op (see ``source``).
         self.sites.append(self._walk(sys._getframe(1)) if self.module_info[mid][1] else None)
+        self.starts.append(len(self.nodes))
 
     def post_hook(self, module: torch.nn.Module, args: Any, result: Any) -> None:
         if id(module) not in self.module_names or not self.stack or get_ident() != self.thread:
             return
         cid = self.stack.pop()
-        self.sites.pop()
+        site = self.sites.pop()
         if result is None:
             exc = sys.exc_info()[1]
             if exc is not None:     # called from _call_impl's except block: forward raised
                 self.failed_exits.append((cid, exc))
+        if self.starts.pop() == len(self.nodes) and result is not None:
+            self.pass_through(cid, site, result)
+
+    def pass_through(self, cid: str, site: str | None, result: Any) -> None:
+        """A call that ran no op but returned tensors it was given (``nn.Identity``, a disabled dropout path)
+        gets one node that hands them on, so the call has a box and the tensors visibly pass through it."""
+        seen: set[int] = set()
+        got: list[tuple[Any, tuple[Any, str, str, TensorMeta, str]]] = []
+        for t in _flat_tensors(result):
+            e = self.producer.get(id(t))
+            if e is not None and e[0]() is t and id(t) not in seen:
+                seen.add(id(t))
+                got.append((t, e))
+        if not got:
+            return
+        nid = f"n:{len(self.nodes)}"
+        self.nodes.append(new_node({
+            "id": nid, "kind": "op", "name": "identity", "parent": cid, "error": None,
+            "args": tuple((str(i), e[4]) for i, (_, e) in enumerate(got)), "source": site, "params": (),
+            "outputs": tuple(e[3] for _, e in got)}))
+        for i, (t, e) in enumerate(got):
+            self.edges.append(new_edge({"src": e[1], "dst": nid, "tensor": e[2], "meta": e[3], "dst_arg": i}))
+            self.producer[id(t)] = (e[0], nid, f"{nid}/{i}", e[3], e[4])
 
     # ---- ops ---------------------------------------------------------------------------
     def source(self) -> str | None:
