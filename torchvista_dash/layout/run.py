@@ -18,7 +18,7 @@ from typing import NoReturn
 try:
     import fcntl
 except ImportError:     # Windows
-    pass
+    fcntl = None  # type: ignore[assignment]
 
 DEFAULT_TIMEOUT = float(os.environ.get("TVD_DOT_TIMEOUT", "60"))   # seconds
 _READ_SIZE = 1 << 20
@@ -70,10 +70,11 @@ class DotRun:
             raise GraphvizNotFound(f"Graphviz `dot` at {exe} could not be started. {INSTALL_HINT}") from None
         # big pipes: the DOT goes in with one write, and dot never waits on us while we read its output
         for pipe in (self._proc.stdin, self._proc.stdout):
-            try:
-                fcntl.fcntl(pipe.fileno(), _F_SETPIPE_SZ, _READ_SIZE)   # type: ignore[union-attr]
-            except (OSError, NameError):   # not Linux, or over the system's pipe limit: default pipes work too
-                pass
+            if fcntl is not None and pipe is not None:
+                try:
+                    fcntl.fcntl(pipe.fileno(), _F_SETPIPE_SZ, _READ_SIZE)
+                except OSError:   # not Linux, or over the system's pipe limit: default pipes work too
+                    pass
 
     def feed(self, source: str | bytes, on_output: Callable[[bytes], None] | None = None) -> bytes:
         """Send the DOT, wait for dot (at most ``timeout`` seconds from here) and return its output.
