@@ -139,8 +139,14 @@ def build_dot(vg: VisibleGraph, rankdir: str = "TB", *, ids: bool = False) -> tu
             attrs["color"] = "red"
         subgraphs.get(n.parent, g).add_node(pydot.Node(i, **attrs))
 
+    quoted: dict[str, object] = {}     # edge labels repeat (most tensors share a few shapes): quote each once
     for e in vg.edges:
-        attrs = {"label": text(e.label)} if e.label else {}
+        attrs = {}
+        if e.label:
+            label = quoted.get(e.label)
+            if label is None:
+                label = quoted[e.label] = text(e.label)
+            attrs["label"] = label
         g.add_edge(pydot.Edge(dot_name[e.src], dot_name[e.dst], **attrs))
     return g, DotNames(node_names, cluster_names)
 
