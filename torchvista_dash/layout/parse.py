@@ -42,8 +42,7 @@ def _read_numbers(texts: Iterable[str]) -> list[float]:
 def _numbers(positions: list[str]) -> list[float]:
     """Every number of every ``pos``, in order: one JSON array read by orjson (several times faster than
     ``float()`` on each token). Each point must have exactly two coordinates."""
-    text = ",".join(positions).replace("e,", "").replace("s,", "").replace(" ", ",")
-    return orjson.loads("[" + text + "]")
+    return _read_numbers([",".join(positions).replace("e,", "").replace("s,", "").replace(" ", ",")])
 
 
 def spline_polylines(positions: list[str]) -> list[tuple[Point, ...]]:

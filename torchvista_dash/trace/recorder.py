@@ -109,7 +109,7 @@ class Recorder:
             self.pass_through(cid, site, result)
 
     def pass_through(self, cid: str, site: str | None, result: Any) -> None:
-        """A call that ran no op but returned tensors it was given (``nn.Identity``, a disabled dropout path)
+        """A call that ran no op but returned tensors it was given (``nn.Identity``, a drop-path at rate 0)
         gets one node that hands them on, so the call has a box and the tensors visibly pass through it."""
         seen: set[int] = set()
         got: list[tuple[Any, tuple[Any, str, str, TensorMeta, str]]] = []
