@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from torchvista_dash import trace_model
 from torchvista_dash.demos import DEMOS, build_demo, demo_trace
-from torchvista_dash.trace import trace_model
 
 
 def test_gallery_has_the_six_kinds_of_model() -> None:

@@ -5,17 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from .graph import Graph, TraceFormatError
-from .traced import Trace, load_trace
+from .traced import Trace, load_trace, trace_model
 
 __version__ = "0.1.0"
 __all__ = ["Graph", "ModelGraph", "Trace", "TraceFormatError", "load_trace", "trace_model", "__version__"]
-
-
-def trace_model(model: Any, inputs: Any = (), kwargs: dict[str, Any] | None = None, **options: Any) -> Trace:
-    """Run ``model`` once under the tracer and return the ``Trace`` (partial, with ``.error``, if it raised)."""
-    from .trace import trace_model as _trace_model
-
-    return _trace_model(model, inputs, kwargs=kwargs, **options)
 
 
 def __getattr__(name: str) -> Any:

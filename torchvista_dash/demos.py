@@ -283,7 +283,7 @@ def build_demo(name: str) -> tuple[nn.Module, tuple[Any, ...]]:
 @functools.cache
 def demo_trace(name: str) -> Trace:
     """The demo's trace, traced once per process (the gallery switches between them instantly)."""
-    from .trace import trace_model
+    from .traced import trace_model
 
     model, inputs = build_demo(name)
     with warnings.catch_warnings():   # the failing demo fails on purpose: no warning for it

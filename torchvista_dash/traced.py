@@ -1,11 +1,14 @@
 """``Trace``: a traced forward pass and everything a user does with it (view, draw, save, show).
 
 Each method delegates to one pipeline stage, imported lazily so that loading a saved trace
-needs neither torch nor dash.
+needs neither torch nor dash. ``trace_model`` calls down into ``trace/`` (which returns plain data) and
+wraps the result here: the facade sits on top, no stage calls back into it.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
@@ -114,6 +117,43 @@ class Trace:
         from .app.notebook import show
 
         return show(self, mode=mode, **options)
+
+
+def trace_model(model: Any, inputs: Any = (), kwargs: dict[str, Any] | None = None, *,
+                name: str | None = None) -> Trace:
+    """Trace ``model(*inputs, **kwargs)`` once, under ``torch.no_grad()``, and restore the model afterwards.
+
+    ``inputs`` is a tensor, a tuple/list of positional arguments (tensors or nested structures), or a single
+    dict/dataclass argument. If the forward pass raises, the partial graph is returned with the failing op
+    and its enclosing module calls marked, ``Trace.error`` holds the exception, and a warning is issued.
+    """
+    from . import __version__
+    from .trace import trace_graph
+
+    graph, error = trace_graph(model, inputs, kwargs, name=name, versions=(("torchvista_dash", __version__),))
+    if error is not None:
+        hint = ""
+        if "meta tensors" in str(error):
+            hint = (" — the model reads tensor values (.item(), `if tensor:`), which meta tensors do not have; "
+                    "avoid that code path (Hugging Face: attn_implementation='eager' and pass an attention_mask) "
+                    "or trace with real tensors")
+        warnings.warn(
+            f"the forward pass of {graph.model_name} raised {type(error).__name__}: {error}{hint}; returning the "
+            f"partial trace (Trace.error holds the exception, Trace.raise_if_failed() re-raises it)",
+            stacklevel=user_stacklevel(),
+        )
+    return Trace(graph, error)
+
+
+def user_stacklevel() -> int:
+    """The warnings stacklevel of the first frame outside this package (so a warning names user code)."""
+    pkg = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    f = sys._getframe(1)
+    level = 1
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(pkg):
+        f = f.f_back
+        level += 1
+    return level
 
 
 def load_trace(path: str | Path) -> Trace:

@@ -1,7 +1,10 @@
-"""torch → Graph: record one forward pass with a TorchFunctionMode and global module hooks."""
+"""torch → Graph: record one forward pass with a TorchFunctionMode and global module hooks.
+
+``trace_graph`` returns ``(Graph, exception or None)``; the ``Trace`` facade in ``traced.py`` wraps it.
+"""
 
 from __future__ import annotations
 
-from .api import trace_model
+from .api import trace_graph
 
-__all__ = ["trace_model"]
+__all__ = ["trace_graph"]

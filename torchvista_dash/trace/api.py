@@ -1,45 +1,47 @@
-"""``trace_model``: run one forward pass under the recorder and return a ``Trace``."""
+"""``trace_graph``: run one forward pass under the recorder and return ``(Graph, exception)``.
+
+Data flows one way: this returns plain data and the model's exception (or None); the ``Trace`` facade
+(``traced.py``) wraps it, warns and re-raises. Nothing here imports the facade or the package root.
+"""
 
 from __future__ import annotations
 
 import gc
 import os
-import sys
 import traceback
-import warnings
 from typing import Any
 
 import torch
 from torch.nn.modules import module as nn_module
 
-from .. import __version__
 from ..graph import ErrorInfo, Graph
-from ..traced import Trace
 from .recorder import Recorder, RecordingMode, in_chain
 from .state import ModelState
 from .structure import bind_arg_names, check_inputs, iter_tensors
 
 
-def trace_model(model: torch.nn.Module, inputs: Any = (), kwargs: dict[str, Any] | None = None, *,
-                name: str | None = None) -> Trace:
-    """Trace ``model(*inputs, **kwargs)`` once, under ``torch.no_grad()``, leaving the model untouched.
+def trace_graph(model: torch.nn.Module, inputs: Any = (), kwargs: dict[str, Any] | None = None, *,
+                name: str | None = None, versions: tuple[tuple[str, str], ...] = (),
+                ) -> tuple[Graph, BaseException | None]:
+    """Trace ``model(*inputs, **kwargs)`` once, under ``torch.no_grad()``, restoring the model afterwards.
 
     ``inputs`` is a tensor, a tuple/list of positional arguments (tensors or nested structures), or a single
     dict/dataclass argument. If the forward pass raises, the partial graph is returned with the failing op
-    and its enclosing module calls marked, ``Trace.error`` holds the exception, and a warning is issued.
+    and its enclosing module calls marked, beside the exception. ``versions`` are recorded after torch's.
     """
     model = _unwrap(model)
     args, kw = check_inputs(inputs, kwargs)
     gc_was_enabled = gc.isenabled()
     gc.disable()     # the recorder allocates many small objects; a full GC pass mid-trace costs more than it saves
     try:
-        return _trace(model, args, kw, name)
+        return _trace(model, args, kw, name, versions)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _trace(model: torch.nn.Module, args: tuple[Any, ...], kw: dict[str, Any], name: str | None) -> Trace:
+def _trace(model: torch.nn.Module, args: tuple[Any, ...], kw: dict[str, Any], name: str | None,
+           versions: tuple[tuple[str, str], ...]) -> tuple[Graph, BaseException | None]:
     rec = Recorder(model)
     state = ModelState(model)
     error: BaseException | None = None
@@ -67,31 +69,9 @@ def _trace(model: torch.nn.Module, args: tuple[Any, ...], kw: dict[str, Any], na
                 rec.add_output(path, t)
     finally:
         state.restore()
-    graph = _finalize(rec, name or type(model).__name__, error)
+    graph = _finalize(rec, name or type(model).__name__, error, versions)
     del result
-    if error is not None:
-        hint = ""
-        if "meta tensors" in str(error):
-            hint = (" — the model reads tensor values (.item(), `if tensor:`), which meta tensors do not have; "
-                    "avoid that code path (Hugging Face: attn_implementation='eager' and pass an attention_mask) "
-                    "or trace with real tensors")
-        warnings.warn(
-            f"the forward pass of {graph.model_name} raised {type(error).__name__}: {error}{hint}; returning the "
-            f"partial trace (Trace.error holds the exception, Trace.raise_if_failed() re-raises it)",
-            stacklevel=_user_stacklevel(),
-        )
-    return Trace(graph, error)
-
-
-def _user_stacklevel() -> int:
-    """The warnings stacklevel of the first frame outside this package (so the warning names user code)."""
-    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    f = sys._getframe(1)
-    level = 1
-    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(pkg + os.sep):
-        f = f.f_back
-        level += 1
-    return level
+    return graph, error
 
 
 def _unwrap(model: Any) -> torch.nn.Module:
@@ -109,7 +89,8 @@ def _unwrap(model: Any) -> torch.nn.Module:
     return model
 
 
-def _finalize(rec: Recorder, model_name: str, error: BaseException | None) -> Graph:
+def _finalize(rec: Recorder, model_name: str, error: BaseException | None,
+              versions: tuple[tuple[str, str], ...]) -> Graph:
     """Freeze what was recorded into a Graph (nodes and edges are already final; calls and the error here)."""
     failed_calls: set[str] = set()
     err_info = None
@@ -126,7 +107,7 @@ def _finalize(rec: Recorder, model_name: str, error: BaseException | None) -> Gr
         )
     return Graph(nodes=tuple(rec.nodes), edges=tuple(rec.edges), module_calls=tuple(rec.build_calls(failed_calls)),
                  model_name=model_name, error=err_info,
-                 versions=(("torch", torch.__version__), ("torchvista_dash", __version__)))
+                 versions=(("torch", torch.__version__), *versions))
 
 
 def _user_traceback(error: BaseException) -> str:
