@@ -4,6 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# Where pip finds torch: empty for pip's default index, or the URL of another wheel index (e.g. a CPU-only one,
+# since on a plain machine torch==X resolves to a multi-GB CUDA build): `make test TORCH_INDEX=<url>`.
+TORCH_INDEX ?=
+TORCH_PIN = $(shell grep -E '^torch==' requirements-dev.txt)
 
 .PHONY: serve test bench lint images system plotly-basic clean
 
@@ -37,6 +41,7 @@ system:
 
 $(STAMP): requirements-dev.txt pyproject.toml
 	$(PY) -m venv $(VENV)
+	$(if $(TORCH_INDEX),$(BIN)/pip install -q --index-url "$(TORCH_INDEX)" "$(TORCH_PIN)")
 	$(BIN)/pip install -q -r requirements-dev.txt
 	$(BIN)/pip install -q --no-deps -e .
 	touch $(STAMP)

@@ -10,6 +10,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,17 @@ MODELS = textwrap.dedent('''
         return Scaler(), (torch.randn(2, 4),), [1]
 
     def raises():
+        return _load_weights()
+
+    def _load_weights():
         raise ValueError("no weights here")
+
+    class Broken(nn.Module):
+        def forward(self, x):
+            return torch.cat([x, x[:, :1].T])
+
+    def broken():
+        return Broken(), (torch.randn(2, 4),)
 
     NOT_CALLABLE = 3
 ''')
@@ -85,9 +96,52 @@ def test_bad_targets_fail_with_a_clear_error(target: str, message: str, models_d
                                              capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_main(["export", target, "-o", str(models_dir / "x.json")], capsys)
     assert code == 2
+    if target.endswith(":raises"):      # the user's own traceback first, then the one error line
+        err = err.strip().splitlines()[-1]
     assert err.startswith("error: ") and message in err, err
     assert len(err.strip().splitlines()) == 1
     assert not (models_dir / "x.json").exists()
+
+
+def test_a_user_function_that_raises_shows_its_traceback(models_dir: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "torchvista_dash", "export", "tvd_cli_models:raises", "-o", "x.svg"],
+                          cwd=models_dir, capture_output=True, text=True, timeout=120)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and lines[0] == "Traceback (most recent call last):", proc.stderr
+    assert lines[-1] == "error: tvd_cli_models:raises() raised ValueError: no weights here"
+    assert lines[-2] == "ValueError: no weights here"
+    frames = [ln for ln in lines if ln.lstrip().startswith("File ")]
+    assert [f.split(", in ")[-1] for f in frames] == ["raises", "_load_weights"], frames   # the user's frames only
+    assert all("tvd_cli_models.py" in f for f in frames)
+
+
+@pytest.mark.parametrize("port", ["70000", "-1", "65536"])
+def test_a_port_out_of_range_is_one_line(port: str, tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "torchvista_dash", "serve", "mlp", "--port", port], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.strip() == (
+        f"error: --port {port} is not a port number: give one from 0 to 65535 (0 picks a free one)")
+
+
+def test_the_target_is_checked_before_the_port(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        code, _, err = run_main(["serve", "nosuch.json", "--port", str(port)], capsys)
+    assert code == 2 and err.startswith("error: no such trace file: nosuch.json"), err
+
+
+def test_a_failed_models_warning_is_printed_once(models_dir: Path) -> None:
+    def run(*args: str) -> str:
+        proc = subprocess.run([sys.executable, "-m", "torchvista_dash", "export", *args], cwd=models_dir,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stderr
+
+    for err in (run("tvd_cli_models:broken", "-o", "b.json"), run("b.json", "-o", "b.svg")):
+        assert err.count("forward pass failed") == 1, err
+        assert err.startswith("warning: the forward pass failed (RuntimeError") and len(err.splitlines()) == 1, err
 
 
 def test_a_file_that_is_not_a_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -188,3 +242,50 @@ def test_bad_target_exits_non_zero_in_a_real_process(tmp_path: Path) -> None:
     assert proc.returncode == 2 and proc.stderr.strip() == (
         "error: no such trace file: nowhere/t.json (save one with trace.save('t.json') or "
         "`python -m torchvista_dash export TARGET -o t.json`)")
+
+
+# ---- serve DIR: a gallery of saved traces, in a real browser ---------------------------------
+@pytest.mark.browser
+def test_serve_a_folder_of_traces_as_a_gallery_with_view_options(tmp_path: Path, page: Any) -> None:
+    from support_app import css_id, ids_drawn, wait_drawn
+
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    demo_trace("mlp").save(folder / "a_mlp.json")
+    demo_trace("unet").save(folder / "b_unet.json")
+    demo_trace("broken").save(folder / "c_broken.json")
+    (folder / "notes.json").write_text('{"hello": 1}')
+    proc = subprocess.Popen([sys.executable, "-m", "torchvista_dash", "serve", str(folder), "--port", "0",
+                             "--theme", "dark", "--rankdir", "LR", "--depth", "0"], cwd=tmp_path,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        url = _url_of(proc)
+        page.goto(url)
+        wait_drawn(page, "gallery")
+        assert "MLP" in page.inner_text(".tvd-header")
+        assert ids_drawn(page, "gallery", "nodes:labels").count("mod:(root)") == 1     # --depth 0: one box
+        assert page.locator(css_id("gallery", "theme") + " input[value=dark]").is_checked()       # --theme dark
+        assert page.locator(css_id("gallery", "direction") + " input[value=LR]").is_checked()     # --rankdir LR
+        page.click("#tvd-demo")
+        options = page.get_by_role("option").all_inner_texts()
+        assert [o.split(" — ")[0] for o in options if ".json" in o] == ["a_mlp.json", "b_unet.json", "c_broken.json"]
+        page.get_by_role("option", name="b_unet.json — U-Net", exact=False).click()
+        page.wait_for_function("() => document.querySelector('.tvd-header').innerText.includes('U-Net')")
+        page.goto(url + "?file=c_broken.json")                                          # a link to one file
+        page.wait_for_function("() => (document.querySelector('.tvd-header .tvd-error') || {}).innerText"
+                               " && document.querySelector('.tvd-header .tvd-error').innerText.includes('Sizes')")
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=20)
+    assert err.startswith("warning: skipping notes.json: "), err      # a file that is not a trace is named once
+    assert err.count("warning") == 1, err
+
+
+def test_serve_a_folder_without_traces_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "notes.json").write_text("[]")
+    proc = subprocess.run([sys.executable, "-m", "torchvista_dash", "serve", str(tmp_path)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.strip() == (
+        f"error: no trace files in {tmp_path} (1 .json files, none a trace): save traces there with "
+        "trace.save('name.json')")

@@ -1,8 +1,11 @@
 """``python -m torchvista_dash serve|export``: the gallery, a saved trace or a model function, served or exported.
 
 TARGET is one of: a saved trace (``trace.json``), ``package.module:function`` (a function returning
-``(model, inputs)`` or ``(model, args, kwargs)``), or the name of a built-in demo (``gpt``).
-Every bad input ends in one ``error: ...`` line that says what to do, and a non-zero exit.
+``(model, inputs)`` or ``(model, args, kwargs)``), or the name of a built-in demo (``gpt``); ``serve``
+also takes a folder of saved traces (a gallery of them).
+Every bad input ends in one ``error: ...`` line that says what to do, and a non-zero exit; a user function
+that raises shows its traceback first. TARGET is checked before the port, so the first error named is the
+one to fix first.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ import errno
 import importlib
 import socket
 import sys
+import traceback
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +28,11 @@ EXPORT_FORMATS = ("html", "svg", "png", "pdf", "json")
 
 
 class CLIError(Exception):
-    """A user mistake: printed as one line, exit status 2."""
+    """A user mistake: printed as one line, exit status 2 (``detail``: printed before it, e.g. a traceback)."""
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
 
 
 def _demo_names() -> list[str]:
@@ -33,7 +42,15 @@ def _demo_names() -> list[str]:
 
 
 def resolve_target(target: str) -> Trace:
-    """Turn a TARGET string into a Trace (see the module docstring for the forms)."""
+    """Turn a TARGET string into a Trace (see the module docstring for the forms).
+
+    A failed forward pass gives no warning here: the command prints its own, once."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*\bforward pass (failed|of .* raised)", category=UserWarning)
+        return _resolve(target)
+
+
+def _resolve(target: str) -> Trace:
     from . import load_trace
     from .graph import TraceFormatError
 
@@ -79,7 +96,10 @@ def _trace_from_function(target: str) -> Trace:
     try:
         result = func()
     except Exception as exc:
-        raise CLIError(f"{target}() raised {type(exc).__name__}: {exc}") from None
+        # the user's frames only: the first frame is this function's call of theirs
+        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__.tb_next if exc.__traceback__
+                                                else None))
+        raise CLIError(f"{target}() raised {type(exc).__name__}: {exc}", detail=tb.rstrip()) from None
     model, args, kwargs = _unpack(target, result)
     from . import trace_model
 
@@ -109,8 +129,15 @@ def _short_type(x: Any) -> str:
     return "None" if x is None else f"a {type(x).__name__}"
 
 
+def check_port(port: int) -> None:
+    """A port number a socket can take (werkzeug's own message is an OverflowError traceback)."""
+    if not 0 <= port <= 65535:
+        raise CLIError(f"--port {port} is not a port number: give one from 0 to 65535 (0 picks a free one)")
+
+
 def check_port_free(host: str, port: int) -> None:
     """Fail early, with advice, when the port is taken (werkzeug's own message is a traceback)."""
+    check_port(port)
     if port == 0:
         return
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -124,20 +151,36 @@ def check_port_free(host: str, port: int) -> None:
 
 
 # ---- commands ------------------------------------------------------------------------------
+def _depth(value: int | None) -> int | None:
+    return None if value is not None and value < 0 else value
+
+
 def _serve(ns: argparse.Namespace) -> int:
     from .app.server import make_app, serve_forever
 
-    check_port_free(ns.host, ns.port)
+    check_port(ns.port)                   # the arguments, then the target, then the port: cheapest first
+    options: dict[str, Any] = {"depth": _depth(ns.depth), "theme": ns.theme, "rankdir": ns.direction}
     if ns.target is None:
-        app = make_app(gallery=True, title="torchvista_dash gallery")
+        options.update(gallery=True, title="torchvista_dash gallery")
+    elif Path(ns.target).is_dir():
+        from .app.gallery import FolderError, folder_gallery
+
+        try:
+            gallery, skipped = folder_gallery(ns.target)
+        except FolderError as exc:
+            raise CLIError(str(exc)) from None
+        for line in skipped:
+            print(f"warning: skipping {line}", file=sys.stderr)
+        options.update(gallery=gallery, title=gallery.title)
     else:
         trace = resolve_target(ns.target)
-        app = make_app([trace], title=trace.graph.model_name or "torchvista_dash")
         if trace.failed:
             err = trace.graph.error
             print(f"warning: the forward pass failed ({err.type}: {err.message}); serving the partial graph",
                   file=sys.stderr)
-    serve_forever(app, ns.host, ns.port)
+        options.update(traces=[trace], title=trace.graph.model_name or "torchvista_dash")
+    check_port_free(ns.host, ns.port)
+    serve_forever(make_app(**options), ns.host, ns.port)
     return 0
 
 
@@ -154,8 +197,7 @@ def _export(ns: argparse.Namespace) -> int:
     else:
         from .render.export import export
 
-        depth = None if ns.depth is not None and ns.depth < 0 else ns.depth
-        export(trace, out, fmt=fmt, depth=depth, theme=ns.theme, rankdir=ns.direction)
+        export(trace, out, fmt=fmt, depth=_depth(ns.depth), theme=ns.theme, rankdir=ns.direction)
     if trace.failed:
         err = trace.graph.error
         print(f"warning: the forward pass failed ({err.type}: {err.message}); exported the partial graph",
@@ -164,23 +206,30 @@ def _export(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _view_options(p: argparse.ArgumentParser) -> None:
+    """The first view's options, the same for serve and export."""
+    p.add_argument("--depth", type=int, default=1, help="module depth to open (default 1; -1 opens everything)")
+    p.add_argument("--theme", choices=("light", "dark"), default="light")
+    p.add_argument("--rankdir", "--direction", dest="direction", choices=("TB", "LR"), default="TB",
+                   help="top to bottom (TB, default) or left to right (LR)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m torchvista_dash", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     target_help = ("a saved trace (file.json), module:function returning (model, inputs) or (model, args, kwargs), "
                    "or a demo name")
     s = sub.add_parser("serve", help="serve the interactive graph (no TARGET: the gallery of demo models)")
-    s.add_argument("target", nargs="?", help=target_help)
+    s.add_argument("target", nargs="?", help=target_help + ", or a folder of saved traces (served as a gallery)")
     s.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
     s.add_argument("--port", type=int, default=8050, help="port (default 8050; 0 picks a free one)")
+    _view_options(s)
     s.set_defaults(func=_serve)
     e = sub.add_parser("export", help="write the picture (html, svg, png, pdf) or the trace (json)")
     e.add_argument("target", help=target_help)
     e.add_argument("-o", "--output", required=True, help="output file; its extension picks the format")
     e.add_argument("--format", choices=EXPORT_FORMATS, help="override the format the extension implies")
-    e.add_argument("--depth", type=int, default=1, help="module depth to open (default 1; -1 opens everything)")
-    e.add_argument("--theme", choices=("light", "dark"), default="light")
-    e.add_argument("--direction", choices=("TB", "LR"), default="TB")
+    _view_options(e)
     e.set_defaults(func=_export)
     return p
 
@@ -192,6 +241,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(ns.func(ns))
     except CLIError as exc:
+        if exc.detail:
+            print(exc.detail, file=sys.stderr)
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

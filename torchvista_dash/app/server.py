@@ -2,7 +2,8 @@
 
 ``make_app`` builds the app (``app.server`` is the Flask app for gunicorn); ``serve_forever`` runs it
 in the foreground (the CLI); ``BackgroundServer`` runs it in a thread (notebooks, tests, benchmarks).
-A page at ``/?trace=<id>`` shows any trace in the registry, ``/?demo=<name>`` a gallery demo.
+A page at ``/?trace=<id>`` shows any trace in the registry, ``/?demo=<name>`` a gallery demo
+(``/?file=<name>`` a trace of a folder gallery, gallery.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..traced import Trace
 from . import callbacks, firstpaint, registry
 from .component import ModelGraph
 from .details import error_text
+from .gallery import Gallery, demo_gallery
 
 _apps = 0
 _app_lock = threading.Lock()
@@ -38,7 +40,8 @@ def _query_options(query: dict[str, list[str]], options: dict[str, Any]) -> dict
     return out
 
 
-def _page_for(query: dict[str, list[str]], traces: Sequence[Trace], gallery: bool, options: dict[str, Any]) -> Any:
+def _page_for(query: dict[str, list[str]], traces: Sequence[Trace], gallery: Gallery | None,
+              options: dict[str, Any]) -> Any:
     try:
         options = _query_options(query, options)
         return _page(query, traces, gallery, options)
@@ -46,27 +49,25 @@ def _page_for(query: dict[str, list[str]], traces: Sequence[Trace], gallery: boo
         return error_text(f"cannot show this page: {exc}", padding="8px")
 
 
-def _target(query: dict[str, list[str]], traces: Sequence[Trace], gallery: bool) -> tuple[Trace, str] | str:
+def _target(query: dict[str, list[str]], traces: Sequence[Trace], gallery: Gallery | None
+            ) -> tuple[Trace, str] | str:
     """The trace a page shows and its ModelGraph id, or the message the page shows instead."""
     if "trace" in query:
         tid = query["trace"][0]
         return registry.get(tid), f"trace-{tid}"
-    if gallery:
-        from ..demos import DEMOS, demo_trace
-
-        name = query.get("demo", [next(iter(DEMOS))])[0]
-        if name not in DEMOS:
-            return f"no demo named {name!r}; choose one of: {', '.join(DEMOS)}"
-        return demo_trace(name), "gallery"
+    if gallery is not None:
+        found = gallery.trace(query.get(gallery.key, [gallery.default])[0])
+        return found if isinstance(found, str) else (found, "gallery")
     if traces:
         return traces[0], "main"
     return "Nothing to show: open /?trace=<id> or start with a TARGET."
 
 
-def _page(query: dict[str, list[str]], traces: Sequence[Trace], gallery: bool, options: dict[str, Any]) -> Any:
+def _page(query: dict[str, list[str]], traces: Sequence[Trace], gallery: Gallery | None,
+          options: dict[str, Any]) -> Any:
     target = _target(query, traces, gallery)
     if isinstance(target, str):
-        return error_text(target) if gallery and "demo" in query else html.Div(target)
+        return error_text(target) if gallery is not None and gallery.key in query else html.Div(target)
     trace, aio_id = target
     return ModelGraph(trace, id=aio_id, **options)
 
@@ -75,7 +76,7 @@ PICTURE_OPTIONS = ("depth", "theme", "rankdir", "fold_repeats", "show_params", "
 GALLERY_BAR_PX = 46     # the gallery's model dropdown above the ModelGraph
 
 
-def _first_picture(query: dict[str, list[str]], traces: Sequence[Trace], gallery: bool,
+def _first_picture(query: dict[str, list[str]], traces: Sequence[Trace], gallery: Gallery | None,
                    options: dict[str, Any]) -> str:
     """The page's first picture (firstpaint.py), or "" when the page shows no graph or it cannot be drawn."""
     try:
@@ -84,7 +85,7 @@ def _first_picture(query: dict[str, list[str]], traces: Sequence[Trace], gallery
         if isinstance(target, str):
             return ""
         tid = registry.register(target[0])
-        top = firstpaint.GRAPH_TOP_PX + (GALLERY_BAR_PX if gallery else 0)
+        top = firstpaint.GRAPH_TOP_PX + (GALLERY_BAR_PX if gallery is not None else 0)
         return firstpaint.first_picture_html(tid, top_px=top,
                                              **{k: v for k, v in options.items() if k in PICTURE_OPTIONS})
     except Exception:   # the page itself reports what is wrong; the picture is only a head start
@@ -143,13 +144,18 @@ def use_basic_plotly(app: dash.Dash) -> bool:
     return True
 
 
-def make_app(traces: Sequence[Trace] = (), *, gallery: bool = False, title: str = "torchvista_dash",
+def make_app(traces: Sequence[Trace] = (), *, gallery: bool | Gallery = False, title: str = "torchvista_dash",
              requests_pathname_prefix: str | None = None, first_picture: bool = True, **options: Any) -> dash.Dash:
     """A Dash app showing ``traces[0]`` (or the gallery), and any registered trace at ``/?trace=<id>``.
 
-    ``first_picture``: pages carry their first view as server-drawn SVG, painted before Dash has started
-    (firstpaint.py)."""
+    ``gallery``: True for the built-in demos, or a ``Gallery`` (``gallery.folder_gallery(path)``: a folder of
+    traces); ``first_picture``: pages carry their first view as server-drawn SVG, painted before Dash has
+    started (firstpaint.py)."""
     global _apps
+    if gallery is True:
+        gallery = demo_gallery()
+    elif gallery is False:
+        gallery = None
     for t in traces:
         registry.register(t)
     with _app_lock:
@@ -167,16 +173,13 @@ def make_app(traces: Sequence[Trace] = (), *, gallery: bool = False, title: str 
         search = _referrer_query()
         query = parse_qs(search.lstrip("?"))
         top: list[Any] = [dcc.Location(id="tvd-url", refresh=False), dcc.Store(id="tvd-rendered", data=search)]
-        if gallery:
-            from ..demos import DEMOS
-
-            current = query.get("demo", [next(iter(DEMOS))])[0]
+        if gallery is not None:
+            current = query.get(gallery.key, [gallery.default])[0]
             top.append(html.Div([
-                html.B("torchvista_dash gallery", style={"marginRight": "12px"}),
-                dcc.Dropdown(id="tvd-demo", value=current if current in DEMOS else None, clearable=False,
-                             searchable=False, style={"width": "640px"},
-                             options=[{"label": f"{d.title} — {d.description}", "value": d.name}
-                                      for d in DEMOS.values()]),
+                html.B(gallery.title, style={"marginRight": "12px"}),
+                dcc.Dropdown(id="tvd-demo", value=current if current in gallery.labels else None, clearable=False,
+                             searchable=len(gallery.labels) > 12, style={"width": "640px"},
+                             options=[{"label": label, "value": name} for name, label in gallery.labels.items()]),
             ], style={"display": "flex", "alignItems": "center", "padding": "6px 8px",
                       "fontFamily": "system-ui, sans-serif"}))
         return html.Div([*top, html.Div(_page_for(query, traces, gallery, options), id="tvd-page")])
@@ -184,10 +187,10 @@ def make_app(traces: Sequence[Trace] = (), *, gallery: bool = False, title: str 
     app.layout = layout
 
     @app.callback(Output("tvd-page", "children"), Input("tvd-url", "search"), State("tvd-rendered", "data"),
-                  *([Input("tvd-demo", "value")] if gallery else []))
+                  *([Input("tvd-demo", "value")] if gallery is not None else []))
     def route(search: str | None, rendered: str | None, demo: str | None = None) -> Any:
-        if gallery and dash.ctx.triggered_id == "tvd-demo" and demo:
-            return _page_for({"demo": [demo]}, traces, gallery, options)
+        if gallery is not None and dash.ctx.triggered_id == "tvd-demo" and demo:
+            return _page_for({gallery.key: [demo]}, traces, gallery, options)
         if (search or "") == (rendered or ""):
             return dash.no_update
         return _page_for(parse_qs((search or "").lstrip("?")), traces, gallery, options)
@@ -203,7 +206,7 @@ def make_app(traces: Sequence[Trace] = (), *, gallery: bool = False, title: str 
     return app
 
 
-def _warm_up(traces: Sequence[Trace], gallery: bool, options: dict[str, Any], picture: bool) -> None:
+def _warm_up(traces: Sequence[Trace], gallery: Gallery | None, options: dict[str, Any], picture: bool) -> None:
     try:
         _page_for({}, traces, gallery, options)
         if picture:
