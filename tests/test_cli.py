@@ -10,8 +10,8 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
