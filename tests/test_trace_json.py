@@ -77,3 +77,33 @@ def test_foreign_and_corrupt_files_give_clear_errors(tmp_path) -> None:
 
     with pytest.raises(FileNotFoundError):
         load_trace(tmp_path / "nope.json")
+
+
+@pytest.mark.parametrize("mutation", ["cycle", "depth", "versions", "infinity", "nesting"])
+def test_serve_refuses_a_hostile_file_in_one_line(mutation: str, tmp_path) -> None:
+    """What a user sees: `serve bad.json` exits with one `error:` line naming the problem, no traceback."""
+    import subprocess
+    import sys
+
+    t = trace_model(build_synthetic("mlp")[0], torch.randn(2, 8))
+    data = json.loads(t.to_json())
+    text = None
+    if mutation == "cycle":
+        data["module_calls"][0]["parent"] = data["module_calls"][-1]["id"]
+    elif mutation == "depth":
+        data["module_calls"][-1]["depth"] = 10**9
+    elif mutation == "versions":
+        data["versions"] = []
+    elif mutation == "infinity":
+        text = json.dumps(data).replace('"nbytes": 64', '"nbytes": Infinity', 1)
+    else:
+        text = json.dumps(data).replace('"nodes": [', '"nodes": [' + "[" * 100_000 + "]" * 100_000 + ",", 1)
+    path = tmp_path / "bad.json"
+    path.write_text(text if text is not None else json.dumps(data))
+    proc = subprocess.run([sys.executable, "-m", "torchvista_dash", "serve", str(path), "--port", "0"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("error:") and proc.stderr.count("\n") == 1, proc.stderr
+    assert {"cycle": "parent cycle", "depth": "says depth 1000000000", "versions": "field 'versions'",
+            "infinity": "invalid JSON", "nesting": "invalid JSON"}[mutation] in proc.stderr

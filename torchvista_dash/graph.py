@@ -15,6 +15,30 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
+import orjson
+
+from .graph_checks import (
+    REQUIRED,
+    FieldError,
+    TraceFormatError,
+    check_size,
+    check_structure,
+    list_of,
+    read_bool,
+    read_int,
+    read_opt_str,
+    read_pairs,
+    read_shape,
+    read_str,
+    read_str_map,
+    read_strs,
+    record,
+    trace_size_limit,
+)
+from .graph_checks import (
+    TraceSizeError as TraceSizeError,  # re-exported with TraceFormatError: the errors loading raises
+)
+
 SCHEMA = "torchvista_dash.graph/1"
 
 NodeKind = Literal["input", "output", "op", "constant", "parameter"]
@@ -32,10 +56,6 @@ def call_id_for(qualname: str, call_index: int) -> str:
 def node_id_for(index: int) -> str:
     """Nodes are numbered in the order the forward pass produced them."""
     return f"n:{index}"
-
-
-class TraceFormatError(ValueError):
-    """A file or JSON document that is not a torchvista_dash trace (or not one we can read)."""
 
 
 @dataclass(frozen=True)
@@ -185,8 +205,11 @@ class Graph:
 
     @cached_property
     def content_id(self) -> str:
-        """A hash of the JSON, computed once: the same graph always gets the same id (keys registries, caches)."""
-        return hashlib.sha1(self.to_json(indent=None).encode()).hexdigest()[:16]
+        """A hash of the bytes ``save`` writes (for a loaded trace: of the bytes it was read from, hashed while
+        loading, so the graph is not serialised again): keys registries and caches.
+
+        A trace saved and loaded again keeps its id; the same file always gives the same id."""
+        return _hash_id(self.to_bytes())
 
     # ---- JSON -------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -200,17 +223,36 @@ class Graph:
             "edges": [_edge_to_dict(e) for e in self.edges],
         }
 
-    def to_json(self, indent: int | None = 1) -> str:
-        """Deterministic JSON: same graph ⇒ same bytes."""
-        return json.dumps(self.to_dict(), indent=indent, sort_keys=True, ensure_ascii=False) + "\n"
+    def to_bytes(self) -> bytes:
+        """Deterministic UTF-8 JSON, sorted keys, indented: same graph ⇒ same bytes.
+
+        A string that is not valid Unicode (a lone surrogate, only possible in a graph built in memory) is
+        written as ``?``, so every saved file loads again."""
+        d = self.to_dict()
+        try:
+            return orjson.dumps(d, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"
+        except orjson.JSONEncodeError:
+            text = json.dumps(d, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+            return text.encode("utf-8", "replace")
+
+    def to_json(self) -> str:
+        """``to_bytes`` as text."""
+        return self.to_bytes().decode("utf-8")
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> Graph:
+    def from_json(cls, text: str | bytes, *, max_bytes: int | None = None) -> Graph:
+        """Parse and validate a trace; anything that is not one is a TraceFormatError (never unpickles).
+
+        ``max_bytes``: the size limit (default: ``trace_size_limit()``)."""
+        check_size(len(text), trace_size_limit(max_bytes), "the trace")
         try:
-            data = json.loads(text)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            data = orjson.loads(text)
+        except orjson.JSONDecodeError as exc:
             raise TraceFormatError(f"not a torchvista_dash trace: invalid JSON ({exc})") from None
-        return cls.from_dict(data)
+        graph = cls.from_dict(data)
+        raw = text if isinstance(text, bytes) else text.encode("utf-8")
+        graph.__dict__["content_id"] = _hash_id(raw)   # the cached_property's slot: no second serialisation
+        return graph
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Graph:
@@ -221,53 +263,43 @@ class Graph:
             )
         if data["schema"] != SCHEMA:
             raise TraceFormatError(
-                f"unsupported trace schema {data['schema']!r}; this version reads {SCHEMA!r}"
+                f"unsupported trace schema {str(data['schema'])[:80]!r}; this version reads {SCHEMA!r}"
             )
         try:
-            graph = cls(
-                nodes=tuple(_node_from_dict(d) for d in data["nodes"]),
-                edges=tuple(_edge_from_dict(d) for d in data["edges"]),
-                module_calls=tuple(_call_from_dict(d) for d in data["module_calls"]),
-                model_name=str(data.get("model_name", "")),
-                error=None if data.get("error") is None else _error_from_dict(data["error"]),
-                versions=tuple(sorted((str(k), str(v)) for k, v in data.get("versions", {}).items())),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise TraceFormatError(f"corrupt torchvista_dash trace: {type(exc).__name__}: {exc}") from None
+            graph: Graph = _read_graph(data)
+        except FieldError as exc:
+            raise TraceFormatError(f"corrupt torchvista_dash trace: {exc}") from None
         graph.validate()
         return graph
 
     def validate(self) -> None:
-        """Check referential integrity; raise TraceFormatError naming the first problem."""
-        calls = self.call_by_id
-        if len(calls) != len(self.module_calls):
-            raise TraceFormatError("corrupt trace: duplicate module call ids")
-        if len(self.node_by_id) != len(self.nodes):
-            raise TraceFormatError("corrupt trace: duplicate node ids")
-        for c in self.module_calls:
-            if c.parent is not None and c.parent not in calls:
-                raise TraceFormatError(f"corrupt trace: call {c.id} has unknown parent {c.parent}")
-        for n in self.nodes:
-            if n.kind not in NODE_KINDS:
-                raise TraceFormatError(f"corrupt trace: node {n.id} has unknown kind {n.kind!r}")
-            if n.parent is not None and n.parent not in calls:
-                raise TraceFormatError(f"corrupt trace: node {n.id} has unknown parent {n.parent}")
-        nodes = self.node_by_id
-        for e in self.edges:
-            if e.src not in nodes or e.dst not in nodes:
-                raise TraceFormatError(f"corrupt trace: edge {e.src}->{e.dst} names an unknown node")
+        """Check references, acyclic parents and depths; raise TraceFormatError naming the first problem."""
+        check_structure(self, NODE_KINDS)
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
-        path.write_text(self.to_json(), encoding="utf-8")
+        data = self.to_bytes()
+        path.write_bytes(data)
+        self.__dict__.setdefault("content_id", _hash_id(data))
         return path
 
     @classmethod
-    def load(cls, path: str | Path) -> Graph:
+    def load(cls, path: str | Path, *, max_bytes: int | None = None) -> Graph:
+        """Read a saved trace; a file over the size limit (``max_bytes``, ``$TVD_MAX_TRACE_BYTES``, default
+        MAX_TRACE_BYTES) is refused before it is read."""
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"no trace file at {path}")
-        return cls.from_json(path.read_bytes())
+        limit = trace_size_limit(max_bytes)
+        check_size(path.stat().st_size, limit, str(path))
+        with path.open("rb") as f:
+            data = f.read(limit + 1)            # the file may have grown since stat
+        check_size(len(data), limit, str(path))
+        return cls.from_json(data, max_bytes=limit)
+
+
+def _hash_id(data: bytes) -> str:
+    return hashlib.sha1(data).hexdigest()[:16]
 
 
 def _numel(shape: Iterable[int]) -> int:
@@ -277,16 +309,45 @@ def _numel(shape: Iterable[int]) -> int:
     return n
 
 
-# ---- (de)serialization helpers: explicit, so loading never trusts the file's structure ----
+# ---- reading: one field table per record (see graph_checks: typed readers, nothing trusted) ----------------
+_read_meta = record(TensorMeta, (
+    ("shape", read_shape, REQUIRED), ("dtype", read_str, REQUIRED), ("device", read_str, REQUIRED),
+    ("nbytes", read_int, REQUIRED),
+), "tensor")
+_read_param = record(ParamInfo, (
+    ("name", read_str, REQUIRED), ("shape", read_shape, REQUIRED), ("dtype", read_str, REQUIRED),
+    ("trainable", read_bool, REQUIRED), ("is_buffer", read_bool, False),
+), "parameter")
+_read_call = record(ModuleCall, (
+    ("id", read_str, REQUIRED), ("qualname", read_str, REQUIRED), ("cls", read_str, REQUIRED),
+    ("parent", read_opt_str, REQUIRED), ("call_index", read_int, REQUIRED), ("num_params", read_int, REQUIRED),
+    ("params", list_of(_read_param), REQUIRED), ("extra_repr", read_str, REQUIRED),
+    ("attrs", read_pairs, REQUIRED), ("failed", read_bool, REQUIRED), ("depth", read_int, REQUIRED),
+    ("builtin", read_bool, REQUIRED),
+), "module call")
+_read_node = record(Node, (
+    ("id", read_str, REQUIRED), ("kind", read_str, REQUIRED), ("name", read_str, REQUIRED),
+    ("parent", read_opt_str, REQUIRED), ("error", read_opt_str, REQUIRED), ("args", read_pairs, REQUIRED),
+    ("source", read_opt_str, REQUIRED), ("params", read_strs, REQUIRED), ("outputs", list_of(_read_meta), REQUIRED),
+), "node")
+_read_edge = record(Edge, (
+    ("src", read_str, REQUIRED), ("dst", read_str, REQUIRED), ("tensor", read_str, REQUIRED),
+    ("meta", _read_meta, REQUIRED), ("dst_arg", read_int, REQUIRED),
+), "edge")
+_read_error = record(ErrorInfo, (
+    ("type", read_str, REQUIRED), ("message", read_str, REQUIRED), ("traceback", read_str, ""),
+    ("node", read_opt_str, None),
+), "error")
+_read_graph = record(Graph, (
+    ("nodes", list_of(_read_node), REQUIRED), ("edges", list_of(_read_edge), REQUIRED),
+    ("module_calls", list_of(_read_call), REQUIRED), ("model_name", read_str, ""),
+    ("error", lambda d: None if d is None else _read_error(d), None), ("versions", read_str_map, ()),
+), "trace")
+
+
+# ---- writing ---------------------------------------------------------------------------------------------
 def _meta_to_dict(m: TensorMeta) -> dict[str, Any]:
     return {"shape": list(m.shape), "dtype": m.dtype, "device": m.device, "nbytes": m.nbytes}
-
-
-def _meta_from_dict(d: Mapping[str, Any]) -> TensorMeta:
-    return TensorMeta(
-        shape=tuple(int(s) for s in d["shape"]), dtype=str(d["dtype"]), device=str(d["device"]),
-        nbytes=int(d["nbytes"]),
-    )
 
 
 def _call_to_dict(c: ModuleCall) -> dict[str, Any]:
@@ -302,21 +363,6 @@ def _call_to_dict(c: ModuleCall) -> dict[str, Any]:
     }
 
 
-def _call_from_dict(d: Mapping[str, Any]) -> ModuleCall:
-    return ModuleCall(
-        id=str(d["id"]), qualname=str(d["qualname"]), cls=str(d["cls"]),
-        parent=None if d["parent"] is None else str(d["parent"]), call_index=int(d["call_index"]),
-        num_params=int(d["num_params"]), extra_repr=str(d["extra_repr"]),
-        attrs=tuple((str(k), str(v)) for k, v in d["attrs"]), failed=bool(d["failed"]), depth=int(d["depth"]),
-        builtin=bool(d["builtin"]),
-        params=tuple(
-            ParamInfo(name=str(p["name"]), shape=tuple(int(s) for s in p["shape"]), dtype=str(p["dtype"]),
-                      trainable=bool(p["trainable"]), is_buffer=bool(p["is_buffer"]))
-            for p in d["params"]
-        ),
-    )
-
-
 def _node_to_dict(n: Node) -> dict[str, Any]:
     return {
         "id": n.id, "kind": n.kind, "name": n.name, "parent": n.parent, "error": n.error,
@@ -325,31 +371,9 @@ def _node_to_dict(n: Node) -> dict[str, Any]:
     }
 
 
-def _node_from_dict(d: Mapping[str, Any]) -> Node:
-    return Node(
-        id=str(d["id"]), kind=str(d["kind"]), name=str(d["name"]),
-        parent=None if d["parent"] is None else str(d["parent"]),
-        error=None if d["error"] is None else str(d["error"]),
-        args=tuple((str(k), str(v)) for k, v in d["args"]),
-        source=None if d["source"] is None else str(d["source"]),
-        params=tuple(str(p) for p in d["params"]),
-        outputs=tuple(_meta_from_dict(m) for m in d["outputs"]),
-    )
-
-
 def _edge_to_dict(e: Edge) -> dict[str, Any]:
     return {"src": e.src, "dst": e.dst, "tensor": e.tensor, "meta": _meta_to_dict(e.meta), "dst_arg": e.dst_arg}
 
 
-def _edge_from_dict(d: Mapping[str, Any]) -> Edge:
-    return Edge(src=str(d["src"]), dst=str(d["dst"]), tensor=str(d["tensor"]), meta=_meta_from_dict(d["meta"]),
-                dst_arg=int(d["dst_arg"]))
-
-
 def _error_to_dict(e: ErrorInfo) -> dict[str, Any]:
     return {"type": e.type, "message": e.message, "traceback": e.traceback, "node": e.node}
-
-
-def _error_from_dict(d: Mapping[str, Any]) -> ErrorInfo:
-    return ErrorInfo(type=str(d["type"]), message=str(d["message"]), traceback=str(d.get("traceback", "")),
-                     node=None if d.get("node") is None else str(d["node"]))

@@ -156,9 +156,10 @@ def user_stacklevel() -> int:
     return level
 
 
-def load_trace(path: str | Path) -> Trace:
-    """Load a trace saved with ``Trace.save`` (JSON only: nothing is unpickled)."""
-    graph = Graph.load(path)
+def load_trace(path: str | Path, *, max_bytes: int | None = None) -> Trace:
+    """Load a trace saved with ``Trace.save`` (JSON only: nothing is unpickled); anything else is a
+    ``TraceFormatError``. A file over ``max_bytes`` (default: ``graph.trace_size_limit()``) is refused."""
+    graph = Graph.load(path, max_bytes=max_bytes)
     if graph.error is not None:
         warnings.warn(f"this trace's forward pass failed: {graph.error.type}: {graph.error.message}", stacklevel=2)
     return Trace(graph)
