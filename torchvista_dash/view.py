@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from .graph import Graph, ModuleCall
+from .iogroups import io_groups
 from .repeats import FOLD_PREFIX, HIDDEN_KINDS, Index, index_of
 from .view_types import Cluster, ViewSpec, VisibleEdge, VisibleGraph, VisibleNode
 
@@ -66,6 +67,8 @@ def make_spec(graph: Graph, depth: int | None = 1, expanded: Iterable[str] | Non
         raise TypeError("expanded/unfolded take a collection of names, e.g. expanded={'encoder'}, not a string")
     idx = index_of(graph)
     opened = {c.id for c in graph.module_calls if auto_expanded(c, depth)}
+    if depth is None:                     # everything open: grouped inputs/outputs too
+        opened.update(io_groups(graph).groups)
     opened_folds: set[str] = set()
     pins: set[str] = set()
     for cid in _resolve_calls(graph, expanded or (), "expanded"):
@@ -152,8 +155,23 @@ def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
     calls = graph.call_by_id
     vis: dict[str, VisibleNode] = {}
     node_rep: dict[str, tuple[str, str | None]] = {}   # node id → (visible box, hidden call standing in)
+    io = io_groups(graph)
+    open_io: list[str] = []
     for n in graph.nodes:
         r = reps.of_call(n.parent) if n.parent is not None else None
+        gid = io.group_of.get(n.id)
+        if gid is not None:                # a part of a structured input/output: its group's box, or in it
+            if gid in spec.expanded:
+                node_rep[n.id] = (n.id, None)
+                vis[n.id] = VisibleNode(n.id, n.kind, n.name, gid, sublabel=_shape_text(n.outputs[0].shape))
+                if gid not in open_io:
+                    open_io.append(gid)
+            else:
+                node_rep[n.id] = (gid, None)
+                if gid not in vis:
+                    grp = io.groups[gid]
+                    vis[gid] = VisibleNode(gid, "module", grp.label, None, sublabel=grp.sublabel)
+            continue
         if r is None:
             node_rep[n.id] = (n.id, None)
             if n.kind in HIDDEN_KINDS and not spec.show_params:
@@ -196,18 +214,19 @@ def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
     used: set[str] = set()
     for v in vis.values():
         p = v.parent
-        while p is not None and p not in used:
+        while p is not None and p not in used and p in calls:
             used.add(p)
             p = calls[p].parent
     clusters = tuple(
         Cluster(c.id, f"{c.qualname}: {c.cls}" + (f" #{c.call_index}" if c.call_index else "")
                 if c.parent is not None else c.cls, c.parent, failed=c.failed)
-        for c in graph.module_calls if c.id in used)
+        for c in graph.module_calls if c.id in used) + tuple(Cluster(g, io.groups[g].label, None) for g in open_io)
     return VisibleGraph(nodes=tuple(vis.values()), edges=tuple(edges.values()), clusters=clusters, spec=spec)
 
 
 def _check_spec(graph: Graph, spec: ViewSpec) -> None:
-    unknown = sorted(c for c in spec.expanded if c not in graph.call_by_id)
+    groups = io_groups(graph).groups
+    unknown = sorted(c for c in spec.expanded if c not in graph.call_by_id and c not in groups)
     idx = index_of(graph)
     unknown += sorted(f for f in spec.unfolded if _run_member(idx, f) is None)
     unknown += sorted(c for c in spec.pinned if c not in idx.fold_of)
@@ -230,8 +249,8 @@ def build_view(graph: Graph, spec: ViewSpec, node_budget: int | None = None) -> 
         return vg
     requested = len(vg.nodes)
     calls = graph.call_by_id
-    for d in sorted({calls[c].depth for c in spec.expanded}, reverse=True):
-        smaller = replace(spec, expanded=frozenset(c for c in spec.expanded if calls[c].depth < d))
+    for d in sorted({calls[c].depth for c in spec.expanded if c in calls}, reverse=True):
+        smaller = replace(spec, expanded=frozenset(c for c in spec.expanded if c not in calls or calls[c].depth < d))
         vg = _build(graph, smaller)
         if len(vg.nodes) <= budget:
             break
@@ -264,6 +283,8 @@ def toggle(graph: Graph, spec: ViewSpec, visible_id: str) -> ViewSpec:
     _check_spec(graph, spec)
     if _run_member(idx, visible_id) is not None:
         return replace(spec, unfolded=spec.unfolded ^ {visible_id})
+    if visible_id in io_groups(graph).groups:
+        return replace(spec, expanded=spec.expanded ^ {visible_id})
     if visible_id in graph.call_by_id:
         if visible_id not in spec.expanded:
             return replace(spec, expanded=spec.expanded | {visible_id})
@@ -287,7 +308,8 @@ def expand_to(graph: Graph, spec: ViewSpec, call_or_node_id: str) -> ViewSpec:
     elif call_or_node_id in graph.node_by_id:
         n = graph.node_by_id[call_or_node_id]
         chain = idx.call_chain[n.parent] if n.parent is not None else ()
-        opened = hidden_in = chain
+        gid = io_groups(graph).group_of.get(n.id)
+        opened = hidden_in = chain + ((gid,) if gid is not None else ())
         show_params = show_params or n.kind in HIDDEN_KINDS
     else:
         cid = _resolve_calls(graph, [call_or_node_id], "expand_to")[0]
@@ -308,7 +330,8 @@ def visible_id_of(graph: Graph, vg: VisibleGraph, call_or_node_id: str) -> str |
     elif call_or_node_id in graph.node_by_id:
         n = graph.node_by_id[call_or_node_id]
         r = reps.of_call(n.parent) if n.parent is not None else None
-        found = r[0] if r is not None else (n.id if n.id in node_ids else n.parent)
+        gid = io_groups(graph).group_of.get(n.id)
+        found = r[0] if r is not None else (n.id if n.id in node_ids else gid or n.parent)
     else:
         return None
     return found if found in node_ids or found in cluster_ids else None

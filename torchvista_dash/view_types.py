@@ -12,6 +12,16 @@ from typing import Literal
 from .graph import TensorMeta
 
 VisibleKind = Literal["input", "output", "op", "constant", "parameter", "module", "folded"]
+IO_PREFIX = "io:"   # ids of grouped inputs/outputs ("io:output:cache", iogroups.py): a box that opens like a module
+
+
+def io_side(vid: str, kind: str) -> str | None:
+    """"input" or "output" for an input/output box or group (drawn on the first/last rank), else None."""
+    if kind in ("input", "output"):
+        return kind
+    if vid.startswith(IO_PREFIX):
+        return vid[len(IO_PREFIX):].split(":", 1)[0]
+    return None
 
 
 @dataclass(frozen=True)

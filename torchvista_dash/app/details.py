@@ -7,6 +7,7 @@ from functools import lru_cache
 from dash import html
 
 from ..graph import Graph, ModuleCall, Node, TensorMeta, _numel
+from ..iogroups import io_groups
 from ..render.style import get_theme
 from . import registry
 
@@ -134,6 +135,13 @@ def details(trace_id: str, vid: str | None, members: tuple[str, ...] = ()) -> li
         return _module(trace_id, graph.call_by_id[vid])
     if vid in graph.node_by_id:
         return _node(graph, graph.node_by_id[vid])
+    group = io_groups(graph).groups.get(vid)
+    if group is not None:
+        nodes = [graph.node_by_id[m] for m in group.members]
+        return [html.H4(group.label, style={"margin": "4px 0"}),
+                html.Div(f"{len(nodes)} {group.kind} tensors of one value; click the box to open it."),
+                html.Table([_row(n.name, ", ".join(fmt_meta(m) for m in n.outputs)) for n in nodes],
+                           className="tvd-details-table")]
     if vid.startswith("fold:"):
         calls = [graph.call_by_id[m] for m in members if m in graph.call_by_id]
         first = calls[0] if calls else graph.call_by_id.get(vid[len("fold:"):])

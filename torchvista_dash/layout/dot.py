@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pydot
 
-from ..view_types import VisibleGraph, VisibleNode
+from ..view_types import VisibleGraph, VisibleNode, io_side
 
 FONT_NAME = "Helvetica"
 FONT_SIZE = 11.0          # points, main label
@@ -148,7 +148,43 @@ def build_dot(vg: VisibleGraph, rankdir: str = "TB", *, ids: bool = False) -> tu
                 label = quoted[e.label] = text(e.label)
             attrs["label"] = label
         g.add_edge(pydot.Edge(dot_name[e.src], dot_name[e.dst], **attrs))
+    _io_ranks(g, vg, dot_name)
     return g, DotNames(node_names, cluster_names)
+
+
+INVISIBLE = "invis"   # the style of the rank-keeping edges below: dot lays them out, the Layout leaves them out
+
+
+def _io_ranks(g: pydot.Dot, vg: VisibleGraph, dot_name: dict[str, int]) -> None:
+    """Inputs on the first rank and outputs on the last (top and bottom in TB, left and right in LR), not beside
+    the op that made them. Each input/output side shares one rank; an invisible edge runs from the first input
+    to every other box without an incoming edge, and from every box without an outgoing edge to the first
+    output, so no box ranks before the inputs or after the outputs. (``rank=min``/``max`` would say it in one
+    word, but Graphviz ignores them under ``newrank``.)"""
+    sides: dict[str, list[str]] = {"input": [], "output": []}
+    for n in vg.nodes:
+        side = io_side(n.id, n.kind)
+        if side in sides and (n.parent is None or io_side(n.parent, "") is not None):
+            sides[side].append(n.id)
+    has_in = {e.dst for e in vg.edges}
+    has_out = {e.src for e in vg.edges}
+    ranked = set(sides["input"]) | set(sides["output"])
+    for side in ("input", "output"):
+        if len(sides[side]) > 1:
+            same = pydot.Subgraph(f"{side}s", rank="same")
+            for vid in sides[side]:
+                same.add_node(pydot.Node(dot_name[vid]))
+            g.add_subgraph(same)
+    if sides["input"]:
+        first = dot_name[sides["input"][0]]
+        for n in vg.nodes:
+            if n.id not in has_in and n.id not in ranked:
+                g.add_edge(pydot.Edge(first, dot_name[n.id], style=INVISIBLE))
+    if sides["output"]:
+        last = dot_name[sides["output"][0]]
+        for n in vg.nodes:
+            if n.id not in has_out and n.id not in ranked:
+                g.add_edge(pydot.Edge(dot_name[n.id], last, style=INVISIBLE))
 
 
 def to_dot(vg: VisibleGraph, rankdir: str = "TB") -> pydot.Dot:

@@ -11,7 +11,7 @@ import numpy as np
 import orjson
 
 from ..view_types import VisibleGraph
-from .dot import DotNames
+from .dot import INVISIBLE, DotNames
 from .run import GraphvizError
 from .types import Box, EdgePath, Layout, Point
 
@@ -151,6 +151,8 @@ class LayoutReader:
             if obj["_gvid"] <= self.last_edge:
                 raise GraphvizError("Graphviz edges are not in their numbering order")
             self.last_edge = obj["_gvid"]
+        batch = [obj for obj in batch if obj.get("style") != INVISIBLE]    # rank-keeping edges (dot.py)
+        for obj in batch:
             key = (gvid_id.get(obj["tail"], ""), gvid_id.get(obj["head"], ""), obj.get("label", ""))
             todo = queue.get(key)
             if not todo or "pos" not in obj:
