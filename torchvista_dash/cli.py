@@ -180,7 +180,7 @@ def _serve(ns: argparse.Namespace) -> int:
                   file=sys.stderr)
         options.update(traces=[trace], title=trace.graph.model_name or "torchvista_dash")
     check_port_free(ns.host, ns.port)
-    serve_forever(make_app(**options), ns.host, ns.port)
+    serve_forever(make_app(**options, allowed_hosts=ns.allow_host), ns.host, ns.port)
     return 0
 
 
@@ -223,6 +223,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("target", nargs="?", help=target_help + ", or a folder of saved traces (served as a gallery)")
     s.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
     s.add_argument("--port", type=int, default=8050, help="port (default 8050; 0 picks a free one)")
+    s.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="also answer requests for this Host name (repeatable; '*' for any). Only the bound "
+                        "address, localhost, 127.0.0.1 and ::1 are answered otherwise (DNS rebinding)")
     _view_options(s)
     s.set_defaults(func=_serve)
     e = sub.add_parser("export", help="write the picture (html, svg, png, pdf) or the trace (json)")

@@ -14,7 +14,7 @@ import sys
 import threading
 import webbrowser
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from . import registry
 
@@ -57,7 +57,7 @@ def server(host: str = "127.0.0.1", port: int | None = None) -> tuple[Background
             return _server, _base_url
         import os
 
-        from .server import BackgroundServer, make_app
+        from .server import BackgroundServer, allow_hosts, make_app
 
         port = _free_port(host) if port is None else port
         cfg = _jupyter_config()
@@ -76,6 +76,8 @@ def server(host: str = "127.0.0.1", port: int | None = None) -> tuple[Background
             root = "https://" + os.environ["DASH_DOMAIN_BASE"]
         else:
             root = f"http://{host}:{_server.port}"
+        # behind a proxy the browser's Host is the proxy's name; in Colab the browser is on another machine
+        allow_hosts(app, ["*"] if "google.colab" in sys.modules else [urlsplit(root).netloc])
         _base_url = root + (prefix or "/")
         return _server, _base_url
 

@@ -8,9 +8,11 @@ A page at ``/?trace=<id>`` shows any trace in the registry, ``/?demo=<name>`` a 
 
 from __future__ import annotations
 
+import html as html_text
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -19,13 +21,18 @@ from dash import Input, Output, State, dcc, html
 
 from ..render import plotlyjs
 from ..traced import Trace
-from . import callbacks, firstpaint, registry
+from . import callbacks, firstpaint, guard, registry
 from .component import ModelGraph
 from .details import error_text
 from .gallery import Gallery, demo_gallery
 
 _apps = 0
 _app_lock = threading.Lock()
+# Flask and Dash take an app's root from its import name, and ours is not importable: without this they
+# would publish the current directory's ./static and ./assets (and inject ./assets/*.js into every page).
+# The package's own folder instead; it has no static files, and assets only if the package ships them.
+_ROOT = Path(__file__).resolve().parent
+ASSETS_DIR = _ROOT / "assets"
 
 
 def _query_options(query: dict[str, list[str]], options: dict[str, Any]) -> dict[str, Any]:
@@ -93,16 +100,26 @@ def _first_picture(query: dict[str, list[str]], traces: Sequence[Trace], gallery
 
 
 class _App(dash.Dash):
-    """A Dash app whose page HTML preloads the layout and carries the first picture of its graph."""
+    """A Dash app whose page HTML preloads the layout and carries the first picture of its graph; it serves
+    only package-owned files, answers only for its own Host names and refuses oversized requests (guard.py)."""
 
-    def __init__(self, *args: Any, first_picture: Callable[[dict[str, list[str]]], str] | None = None,
-                 **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, name: str, *, first_picture: Callable[[dict[str, list[str]]], str] | None = None,
+                 allowed_hosts: Iterable[str] = (), **kwargs: Any) -> None:
+        import flask
+
+        server = flask.Flask(name, root_path=str(_ROOT), static_folder=None)
+        server.config["MAX_CONTENT_LENGTH"] = guard.max_request_bytes()
+        super().__init__(name, server=server, assets_folder=str(ASSETS_DIR), pages_folder="", **kwargs)
+        self.host_guard = guard.HostGuard(server.wsgi_app, allowed_hosts)
+        server.wsgi_app = self.host_guard  # type: ignore[method-assign]
         self._first_picture = first_picture
 
     def interpolate_index(self, **kwargs: Any) -> str:
         from flask import has_request_context, request
 
+        # Dash writes the title into <title> unescaped, and it comes from the model (a trace file's
+        # model_name, a model's class name): escaped, a hostile name is text, not markup
+        kwargs["title"] = html_text.escape(str(kwargs.get("title", "")))
         if self._first_picture is not None and has_request_context():
             kwargs["app_entry"] = self._first_picture(parse_qs(request.query_string.decode())) + kwargs["app_entry"]
         # the renderer's own request for the layout (which draws the first view on the server), started with
@@ -144,13 +161,22 @@ def use_basic_plotly(app: dash.Dash) -> bool:
     return True
 
 
+def allow_hosts(app: dash.Dash, hosts: Iterable[str]) -> None:
+    """Let ``app`` answer requests whose Host is one of ``hosts`` ("*": any; "0.0.0.0": this machine's names)."""
+    host_guard = getattr(app, "host_guard", None)
+    if host_guard is not None:
+        host_guard.allow(hosts)
+
+
 def make_app(traces: Sequence[Trace] = (), *, gallery: bool | Gallery = False, title: str = "torchvista_dash",
-             requests_pathname_prefix: str | None = None, first_picture: bool = True, **options: Any) -> dash.Dash:
+             requests_pathname_prefix: str | None = None, first_picture: bool = True,
+             allowed_hosts: Iterable[str] = (), **options: Any) -> dash.Dash:
     """A Dash app showing ``traces[0]`` (or the gallery), and any registered trace at ``/?trace=<id>``.
 
     ``gallery``: True for the built-in demos, or a ``Gallery`` (``gallery.folder_gallery(path)``: a folder of
     traces); ``first_picture``: pages carry their first view as server-drawn SVG, painted before Dash has
-    started (firstpaint.py)."""
+    started (firstpaint.py). ``allowed_hosts``: Host names the app answers for besides localhost, 127.0.0.1, ::1,
+    ``$TVD_ALLOWED_HOSTS`` and the address it is served on (guard.py)."""
     global _apps
     if gallery is True:
         gallery = demo_gallery()
@@ -164,7 +190,8 @@ def make_app(traces: Sequence[Trace] = (), *, gallery: bool | Gallery = False, t
     callbacks.ensure_registered()
     app = _App(name, title=title, update_title=None, requests_pathname_prefix=requests_pathname_prefix,
                suppress_callback_exceptions=True,
-               first_picture=(lambda query: _first_picture(query, traces, gallery, options)) if first_picture else None)
+               first_picture=(lambda query: _first_picture(query, traces, gallery, options)) if first_picture else None,
+               allowed_hosts=allowed_hosts)
     use_basic_plotly(app)
 
     def layout() -> Any:
@@ -219,6 +246,7 @@ def serve_forever(app: dash.Dash, host: str = "127.0.0.1", port: int = 8050) -> 
     """Run in the foreground until Ctrl-C (threaded werkzeug: one slow layout never blocks another tab)."""
     from werkzeug.serving import make_server
 
+    allow_hosts(app, [host])
     server = make_server(host, port, app.server, threaded=True)
     print(f"torchvista_dash serving on http://{host}:{server.server_port}/  (Ctrl-C to stop)", flush=True)
     try:
@@ -235,6 +263,7 @@ class BackgroundServer:
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         self.app = app
+        allow_hosts(app, [host])
         self._server = make_server(host, port, app.server, threaded=True)
         self.host, self.port = host, self._server.server_port
         self._thread = threading.Thread(target=self._server.serve_forever, name=f"tvd-server-{self.port}",

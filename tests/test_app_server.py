@@ -1,0 +1,121 @@
+"""The served page against hostile input: `serve FILE` in a real process, its page in a real headless Chromium.
+
+A trace whose model name and module names are markup must show as text (no script runs: a dialog handler
+catches any ``alert``), and the server must not publish the current directory's ./assets or ./static.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+import torch
+from support_app import click_id, css_id, wait_drawn, wait_ids
+from torch import nn
+
+from torchvista_dash import trace_model
+
+TITLE_XSS = "</title><script>alert('title')</script><img src=x onerror=alert('title-img')>"
+CLASS_XSS = "<img src=x onerror=alert('class')>"
+QUALNAME_XSS = "<svg onload=alert('qualname')>"
+
+
+def _hostile_model() -> nn.Module:
+    inner = type(CLASS_XSS, (nn.Module,), {
+        "__init__": lambda self: (nn.Module.__init__(self), setattr(self, "fc", nn.Linear(4, 4)))[0],
+        "forward": lambda self, x: self.fc(x).relu(),
+    })
+    outer = nn.Sequential()
+    outer.add_module(QUALNAME_XSS, inner())
+    outer.add_module("head", nn.Linear(4, 2))
+    return outer
+
+
+def _spawn(args: list[str], cwd: Path) -> tuple[subprocess.Popen[str], str]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "torchvista_dash", "serve", *args, "--port", "0"], cwd=cwd,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 90
+    assert proc.stdout is not None
+    while time.time() < deadline:
+        line = proc.stdout.readline()
+        if "serving on " in line:
+            return proc, line.split("serving on ")[1].split()[0]
+        if proc.poll() is not None:
+            raise AssertionError(f"serve exited {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}")
+    proc.kill()
+    raise AssertionError("serve never printed its URL")
+
+
+@pytest.fixture(scope="module")
+def hostile_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`serve hostile.json` started in a folder that also holds ./assets/*.js, ./assets/*.css and ./static/."""
+    cwd = tmp_path_factory.mktemp("hostile")
+    trace_model(_hostile_model(), torch.rand(2, 4), name=TITLE_XSS).save(cwd / "hostile.json")
+    (cwd / "assets").mkdir()
+    (cwd / "assets" / "evil.js").write_text("alert('assets');\n")
+    (cwd / "assets" / "evil.css").write_text("body { background: red; }\n")
+    (cwd / "static").mkdir()
+    (cwd / "static" / "secret.txt").write_text("TOP-SECRET-CONTENT\n")
+    proc, url = _spawn(["hostile.json"], cwd)
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.mark.browser
+def test_markup_in_model_and_module_names_is_shown_as_text(page: Any, hostile_server: str) -> None:
+    dialogs: list[str] = []
+
+    def on_dialog(dialog: Any) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
+    page.goto(hostile_server)
+    wait_drawn(page, "main")
+    assert page.title() == TITLE_XSS                       # the name, as text, is the tab's title
+    assert TITLE_XSS in page.inner_text(css_id("main", "header"))
+    mod = f"mod:{QUALNAME_XSS}"
+    click_id(page, "main", mod)                            # open it: its class and name reach the details panel
+    wait_ids(page, "main", "clusters:headers", present=(mod,))
+    page.wait_for_function("(a) => document.querySelector(a[0]).innerText.includes(a[1])",
+                           arg=[css_id("main", "details"), CLASS_XSS], timeout=20_000)
+    page.click(".tvd-search")                              # search lists the hostile names too
+    page.locator("input.dash-dropdown-search").press_sequentially("onerror")
+    page.get_by_role("option", name=f"{QUALNAME_XSS}: {CLASS_XSS}").wait_for(timeout=20_000)
+    page.wait_for_timeout(300)
+    assert dialogs == [], f"script ran in the page: {dialogs}"
+    assert page.evaluate("Array.from(document.scripts).every(s => !s.src.includes('evil'))")
+    assert page.evaluate("getComputedStyle(document.body).backgroundColor") != "rgb(255, 0, 0)"
+
+
+def test_the_current_directory_is_not_published(hostile_server: str) -> None:
+    page = requests.get(hostile_server, timeout=30)
+    assert page.status_code == 200 and "evil" not in page.text
+    files = {"assets/evil.js": "alert('assets')", "assets/evil.css": "background: red",
+             "static/secret.txt": "TOP-SECRET-CONTENT", "hostile.json": '"schema"'}
+    for path, content in files.items():
+        r = requests.get(hostile_server + path, timeout=30)
+        # a 404, or Dash's page for an unknown path: never the file
+        assert r.status_code in (200, 404) and content not in r.text, (path, r.status_code, r.text[:200])
+
+
+def test_serve_answers_for_an_allowed_host_name(tmp_path: Path) -> None:
+    proc, url = _spawn(["mlp", "--allow-host", "viz.lan"], tmp_path)
+    try:
+        assert requests.get(url, headers={"Host": "viz.lan:8050"}, timeout=30).status_code == 200
+        refused = requests.get(url, headers={"Host": "rebound.example"}, timeout=30)
+        assert refused.status_code == 400 and "--allow-host NAME" in refused.text
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
