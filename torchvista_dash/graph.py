@@ -115,6 +115,8 @@ class Node:
     source: str | None = None
     params: tuple[str, ...] = ()
     outputs: tuple[TensorMeta, ...] = ()
+    flops: int = 0                  # counted with torch.utils.flop_counter's formulas (see Graph.measured)
+    time_ms: float | None = None    # median wall time of the op in a separate timed run (timing=True)
 
 
 @dataclass(frozen=True)
@@ -148,6 +150,7 @@ class Graph:
     model_name: str = ""
     error: ErrorInfo | None = None
     versions: tuple[tuple[str, str], ...] = ()
+    measured: tuple[str, ...] = ()  # which costs the nodes carry: "flops", "time" (older traces: none)
 
     # ---- lookups (computed once; the graph is immutable) -------------------------------
     @cached_property
@@ -221,6 +224,7 @@ class Graph:
             "module_calls": [_call_to_dict(c) for c in self.module_calls],
             "nodes": [_node_to_dict(n) for n in self.nodes],
             "edges": [_edge_to_dict(e) for e in self.edges],
+            **({"measured": list(self.measured)} if self.measured else {}),
         }
 
     def to_bytes(self) -> bytes:
@@ -309,6 +313,21 @@ def _numel(shape: Iterable[int]) -> int:
     return n
 
 
+MEASURABLE = ("flops", "time")
+
+
+def _read_time_ms(value: Any) -> float | None:
+    if value is None or (type(value) in (int, float) and 0 <= value < 1e9):
+        return None if value is None else float(value)
+    raise FieldError(f"must be a number of milliseconds from 0 to 1e9 or null, got {str(value)[:40]}")
+
+
+def _read_measured(value: Any) -> tuple[str, ...]:
+    if type(value) is not list or any(v not in MEASURABLE for v in value):
+        raise FieldError(f"must be a list of some of {', '.join(MEASURABLE)}, got {str(value)[:60]}")
+    return tuple(m for m in MEASURABLE if m in value)
+
+
 # ---- reading: one field table per record (see graph_checks: typed readers, nothing trusted) ----------------
 _read_meta = record(TensorMeta, (
     ("shape", read_shape, REQUIRED), ("dtype", read_str, REQUIRED), ("device", read_str, REQUIRED),
@@ -329,6 +348,7 @@ _read_node = record(Node, (
     ("id", read_str, REQUIRED), ("kind", read_str, REQUIRED), ("name", read_str, REQUIRED),
     ("parent", read_opt_str, REQUIRED), ("error", read_opt_str, REQUIRED), ("args", read_pairs, REQUIRED),
     ("source", read_opt_str, REQUIRED), ("params", read_strs, REQUIRED), ("outputs", list_of(_read_meta), REQUIRED),
+    ("flops", read_int, 0), ("time_ms", _read_time_ms, None),     # absent in traces made before costs were
 ), "node")
 _read_edge = record(Edge, (
     ("src", read_str, REQUIRED), ("dst", read_str, REQUIRED), ("tensor", read_str, REQUIRED),
@@ -342,6 +362,7 @@ _read_graph = record(Graph, (
     ("nodes", list_of(_read_node), REQUIRED), ("edges", list_of(_read_edge), REQUIRED),
     ("module_calls", list_of(_read_call), REQUIRED), ("model_name", read_str, ""),
     ("error", lambda d: None if d is None else _read_error(d), None), ("versions", read_str_map, ()),
+    ("measured", _read_measured, ()),
 ), "trace")
 
 
@@ -364,11 +385,16 @@ def _call_to_dict(c: ModuleCall) -> dict[str, Any]:
 
 
 def _node_to_dict(n: Node) -> dict[str, Any]:
-    return {
+    d = {
         "id": n.id, "kind": n.kind, "name": n.name, "parent": n.parent, "error": n.error,
         "args": [list(a) for a in n.args], "source": n.source, "params": list(n.params),
         "outputs": [_meta_to_dict(m) for m in n.outputs],
     }
+    if n.flops:                     # written only when present: most ops count none, old readers skip them
+        d["flops"] = n.flops
+    if n.time_ms is not None:
+        d["time_ms"] = n.time_ms
+    return d
 
 
 def _edge_to_dict(e: Edge) -> dict[str, Any]:

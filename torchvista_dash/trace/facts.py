@@ -88,17 +88,23 @@ def fast_factory(cls: type) -> Any:
 
     ``__init__`` of a frozen dataclass sets each field through ``object.__setattr__``; filling ``__dict__``
     directly is several times faster, which matters for thousands of nodes. Only used when ``cls`` has no
-    ``__post_init__`` and no ``__slots__`` and the dict names every field, so the object is the same as
+    ``__post_init__`` and no ``__slots__`` and the dict names every field (fields it leaves out that have
+    a default take it), so the object is the same as
     ``cls(**fields)`` (the JSON round-trip tests compare them); otherwise it falls back to ``cls(**fields)``.
     """
-    n_fields = len(dataclasses.fields(cls))
+    fields_ = dataclasses.fields(cls)
+    n_fields = len(fields_)
     if hasattr(cls, "__post_init__") or "__slots__" in cls.__dict__:
         return lambda fields: cls(**fields)
     new = object.__new__
+    # fields with plain defaults (a node's costs): a dict that leaves them out gets the defaults
+    defaults = {f.name: f.default for f in fields_ if f.default is not dataclasses.MISSING}
 
     def make(fields: dict[str, Any]) -> Any:
         if len(fields) != n_fields:
-            return cls(**fields)
+            fields = {**defaults, **fields}
+            if len(fields) != n_fields:
+                return cls(**fields)
         obj = new(cls)
         obj.__dict__.update(fields)
         return obj

@@ -20,6 +20,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from ..graph import Edge, ModuleCall, Node, TensorMeta, call_id_for
+from .cost import FlopMeter
 from .describe import IN_PLACE_NONE_RETURN, clip, func_name, short_repr, source_path
 from .facts import METAS, fast_factory, module_info, new_edge, new_node, tensor_meta
 
@@ -54,6 +55,7 @@ class Recorder:
         self.sizes: dict[int, tuple[Any, str]] = {}
         self.failed_ops: list[tuple[Any, ...]] = []
         self.failed_exits: list[tuple[str, BaseException]] = []
+        self.meter: FlopMeter | None = None     # counts each op's FLOPs when set (cost.py)
         # Module hooks are process-wide: only calls made by the tracing thread belong to this trace.
         self.thread = get_ident()
 
@@ -346,8 +348,10 @@ class RecordingMode(TorchFunctionMode):
         if kwargs is None:
             kwargs = {}
         rec = self.rec
+        meter = rec.meter
+        before = len(rec.nodes)
         try:
-            out = func(*args, **kwargs)
+            out = func(*args, **kwargs) if meter is None else meter.run(func, args, kwargs)
         except Exception as exc:
             rec.record(func, args, kwargs, None, error=exc)
             raise
@@ -360,6 +364,8 @@ class RecordingMode(TorchFunctionMode):
             rec.note_size(args, out)
         elif isinstance(out, _SEQS) and _flat_tensors(out):
             rec.record(func, args, kwargs, out)
+        if meter is not None and meter.last:
+            meter.attribute(rec.nodes, before)
         return out
 
 

@@ -1,0 +1,200 @@
+"""What each recorded op costs: FLOPs counted in the recording pass, wall time in a separate timed run.
+
+FLOPs come from PyTorch's own counter: ``torch.utils.flop_counter`` registers a formula per aten op
+(``mm``, ``addmm``, ``bmm``, convolutions, attention kernels, ...) and its dispatch mode decides which aten
+ops run (it decomposes composite ops the same way ``FlopCounterMode`` does). The recorder sees torch-function
+calls (``linear``, ``matmul``); the aten ops run inside them. So the function being recorded runs with that
+dispatch mode pushed, and whatever it counts is the op's. Pushing it for every op would send every aten op
+through Python (measured: about +25 % on GPT-2 small, see bench/bench_trace.py), so each function is
+measured on its first call and from then on only functions that counted FLOPs run under the mode.
+Meta tensors work: the formulas read shapes only.
+
+Time is never taken in the recording pass (the recorder's own work would be in it): ``time_ops`` runs the
+forward pass again, a few times, under a mode that only times each outermost call (synchronising on CUDA),
+and gives each recorded op the median.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils import flop_counter
+
+from ..graph import Node
+from .describe import IN_PLACE_NONE_RETURN, func_name
+
+_Tensor = torch.Tensor
+
+
+class _Counter:
+    """The part of ``FlopCounterMode`` its dispatch mode calls back: the registry and ``_count_flops``.
+
+    Counts into one running total (the recorder reads the difference around each op) instead of per
+    module: the recorder already knows which module call each op belongs to.
+    """
+
+    def __init__(self) -> None:
+        self.flop_registry = dict(flop_counter.flop_registry)
+        self.total = 0
+
+    def _count_flops(self, func_packet: Any, out: Any, args: Any, kwargs: Any) -> Any:
+        formula = self.flop_registry.get(func_packet)
+        if formula is not None:
+            self.total += int(formula(*args, **kwargs, out_val=out))
+        return out
+
+
+def _dispatch_mode(counter: _Counter) -> Any:
+    """FlopCounterMode's own dispatch mode (same decompositions, same formulas) around our counter."""
+    mode_cls = getattr(flop_counter, "_FlopCounterMode", None)
+    if mode_cls is None:  # pragma: no cover - torch < 2.4 kept the dispatch logic on FlopCounterMode itself
+        raise RuntimeError("this torch has no torch.utils.flop_counter._FlopCounterMode; trace with flops=False "
+                           "or use torch >= 2.4")
+    return mode_cls(counter)
+
+
+class FlopMeter:
+    """Runs one torch function and says how many FLOPs its aten ops did (``last``)."""
+
+    def __init__(self) -> None:
+        self.counter = _Counter()
+        self.mode = _dispatch_mode(self.counter)
+        self.counts: dict[Any, bool] = {}     # function -> did its first call count any FLOPs?
+        self.last = 0
+        self.per_node: dict[int, int] = {}    # index of an op node -> its FLOPs (most ops have none)
+        self.unattributed = 0                 # FLOPs of calls that returned no tensor (no node to carry them)
+
+    def run(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            counts = self.counts.get(func)
+        except TypeError:   # an unhashable callable: measure it every time
+            counts = None
+        if counts is False:
+            self.last = 0
+            return func(*args, **kwargs)
+        c = self.counter
+        before = c.total
+        try:
+            with self.mode:
+                out = func(*args, **kwargs)
+        finally:
+            self.last = c.total - before
+            if counts is None:
+                try:
+                    self.counts[func] = self.last > 0
+                except TypeError:
+                    pass
+        return out
+
+    def attribute(self, nodes: list[Node], before: int) -> None:
+        """The FLOPs just counted belong to the op node the recorder appended (if it made one)."""
+        if len(nodes) > before and nodes[-1].kind == "op":
+            i = len(nodes) - 1
+            self.per_node[i] = self.per_node.get(i, 0) + self.last
+        else:
+            self.unattributed += self.last
+
+    def apply(self, nodes: list[Node]) -> list[Node]:
+        """The recorded nodes with their FLOPs filled in."""
+        out = list(nodes)
+        for i, f in self.per_node.items():
+            out[i] = dataclasses.replace(out[i], flops=f)
+        return out
+
+
+# ---- timing: a separate run ---------------------------------------------------------------------------------
+def _records(func: Any, args: tuple[Any, ...], out: Any) -> bool:
+    """Would the recorder make a node of this call? (The same test as ``RecordingMode``.)"""
+    if isinstance(out, _Tensor):
+        return True
+    if out is None:
+        return bool(args) and isinstance(args[0], _Tensor) and func_name(func) in IN_PLACE_NONE_RETURN
+    if isinstance(out, (list, tuple)):
+        return _has_tensor(out)
+    return False
+
+
+def _has_tensor(obj: Any) -> bool:
+    if isinstance(obj, _Tensor):
+        return True
+    return isinstance(obj, (list, tuple)) and any(_has_tensor(x) for x in obj)
+
+
+class _TimingMode(TorchFunctionMode):
+    """Times every outermost torch call the recorder would record: (name, seconds) in call order."""
+
+    def __init__(self, sync: bool) -> None:
+        super().__init__()
+        self.sync = sync
+        self.times: list[tuple[str, float]] = []
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
+                           kwargs: dict[str, Any] | None = None) -> Any:
+        kwargs = kwargs or {}
+        sync = self.sync
+        if sync:
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        out = func(*args, **kwargs)
+        if sync:
+            torch.cuda.synchronize()
+        dt = time.perf_counter() - t0
+        if _records(func, args, out):
+            self.times.append((func_name(func), dt))
+        return out
+
+
+def time_ops(model: torch.nn.Module, args: tuple[Any, ...], kw: dict[str, Any], nodes: list[Node],
+             repeat: int = 5) -> str | None:
+    """Give each recorded op node (in ``nodes``, replaced in place) its median time over ``repeat`` runs.
+
+    Returns None, or why no time was given: the timed runs must make the same ops as the recorded one (a
+    model whose ops depend on randomness or on state cannot be matched op for op, and gets no times).
+    """
+    if repeat < 1:
+        raise ValueError(f"timing needs at least one repeat, got {repeat}")
+    sync = torch.cuda.is_available() and any(_on_cuda(a) for a in (*args, *kw.values()))
+    runs: list[list[float]] = []
+    matched: list[int] = []
+    with torch.no_grad():
+        model(*args, **kw)                      # warm-up: first-call costs (allocator, lazy init) are not the op's
+        for _ in range(repeat):
+            mode = _TimingMode(sync)
+            with mode:
+                model(*args, **kw)
+            matched = _match(nodes, [name for name, _ in mode.times])
+            if len(matched) != len(mode.times):
+                return (f"the timed run made {len(mode.times)} ops that do not match the recorded ones one for one: "
+                        "the forward pass is not repeatable, so no op times were recorded")
+            runs.append([dt for _, dt in mode.times])
+    for k, i in enumerate(matched):
+        ms = statistics.median(r[k] for r in runs) * 1000.0
+        nodes[i] = dataclasses.replace(nodes[i], time_ms=round(ms, 4))
+    return None
+
+
+def _match(nodes: list[Node], names: list[str]) -> list[int]:
+    """Indices of the recorded op nodes the timed calls ``names`` belong to, in order; shorter on a mismatch.
+
+    The recorder's ``identity`` nodes (a module that ran no op) have no call in the timed run: skipped.
+    """
+    out: list[int] = []
+    k = 0
+    for i, n in enumerate(nodes):
+        if n.kind != "op":
+            continue
+        if k < len(names) and n.name == names[k]:
+            out.append(i)
+            k += 1
+        elif n.name != "identity":
+            return out[:0]
+    return out if k == len(names) else out[:0]
+
+
+def _on_cuda(a: Any) -> bool:
+    return isinstance(a, _Tensor) and a.is_cuda
