@@ -60,6 +60,23 @@ class Trace:
     def to_json(self) -> str:
         return self.graph.to_json()
 
+    # ---- costs -------------------------------------------------------------------------
+    def stats(self, as_frame: bool = False) -> Any:
+        """One row per module (qualname, cls, calls, params, param_bytes, flops, output_bytes, time_ms); the
+        root ``""`` row is the model total. ``as_frame=True`` gives a pandas DataFrame (pandas must be installed).
+        """
+        from .costs import STATS_KEYS, stats_rows
+
+        rows = stats_rows(self.graph)
+        if not as_frame:
+            return rows
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError("Trace.stats(as_frame=True) needs pandas (pip install pandas); "
+                              "stats() without it returns the same rows as a list of dicts") from None
+        return pd.DataFrame(rows, columns=list(STATS_KEYS))
+
     # ---- views and drawing -------------------------------------------------------------
     def view(self, depth: int | None = 1, expanded: Iterable[str] | None = None, *, fold_repeats: bool = True,
              unfolded: Iterable[str] | None = None, show_params: bool = False,
@@ -120,17 +137,20 @@ class Trace:
 
 
 def trace_model(model: Any, inputs: Any = (), kwargs: dict[str, Any] | None = None, *,
-                name: str | None = None) -> Trace:
+                name: str | None = None, flops: bool = True, timing: bool = False) -> Trace:
     """Trace ``model(*inputs, **kwargs)`` once, under ``torch.no_grad()``, and restore the model afterwards.
 
     ``inputs`` is a tensor, a tuple/list of positional arguments (tensors or nested structures), or a single
     dict/dataclass argument. If the forward pass raises, the partial graph is returned with the failing op
     and its enclosing module calls marked, ``Trace.error`` holds the exception, and a warning is issued.
+    ``flops`` records each op's FLOPs (PyTorch's FlopCounterMode formulas) in the same pass; ``timing=True``
+    also times each op in separate runs (median of 5) for ``stats()`` and ``figure(color_by="time")``.
     """
     from . import __version__
     from .trace import trace_graph
 
-    graph, error = trace_graph(model, inputs, kwargs, name=name, versions=(("torchvista_dash", __version__),))
+    graph, error = trace_graph(model, inputs, kwargs, name=name, versions=(("torchvista_dash", __version__),),
+                               flops=flops, timing=timing)
     if error is not None:
         hint = ""
         if "meta tensors" in str(error):

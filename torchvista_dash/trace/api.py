@@ -6,43 +6,52 @@ Data flows one way: this returns plain data and the model's exception (or None);
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 import traceback
+import warnings
 from typing import Any
 
 import torch
 from torch.nn.modules import module as nn_module
 
 from ..graph import ErrorInfo, Graph
+from .cost import FlopMeter, time_ops
 from .recorder import Recorder, RecordingMode, in_chain
 from .state import ModelState
 from .structure import bind_arg_names, check_inputs, iter_tensors
 
 
 def trace_graph(model: torch.nn.Module, inputs: Any = (), kwargs: dict[str, Any] | None = None, *,
-                name: str | None = None, versions: tuple[tuple[str, str], ...] = (),
-                ) -> tuple[Graph, BaseException | None]:
+                name: str | None = None, versions: tuple[tuple[str, str], ...] = (), flops: bool = True,
+                timing: bool = False, timing_repeat: int = 5) -> tuple[Graph, BaseException | None]:
     """Trace ``model(*inputs, **kwargs)`` once, under ``torch.no_grad()``, restoring the model afterwards.
 
     ``inputs`` is a tensor, a tuple/list of positional arguments (tensors or nested structures), or a single
     dict/dataclass argument. If the forward pass raises, the partial graph is returned with the failing op
     and its enclosing module calls marked, beside the exception. ``versions`` are recorded after torch's.
+    ``flops`` counts each op's FLOPs in the same pass; ``timing`` times each op in separate runs (cost.py).
     """
     model = _unwrap(model)
     args, kw = check_inputs(inputs, kwargs)
     gc_was_enabled = gc.isenabled()
     gc.disable()     # the recorder allocates many small objects; a full GC pass mid-trace costs more than it saves
     try:
-        return _trace(model, args, kw, name, versions)
+        graph, error = _trace(model, args, kw, name, versions, flops)
+        if timing:
+            graph = _timed(model, args, kw, graph, error, timing_repeat)
+        return graph, error
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
 def _trace(model: torch.nn.Module, args: tuple[Any, ...], kw: dict[str, Any], name: str | None,
-           versions: tuple[tuple[str, str], ...]) -> tuple[Graph, BaseException | None]:
+           versions: tuple[tuple[str, str], ...], flops: bool) -> tuple[Graph, BaseException | None]:
     rec = Recorder(model)
+    if flops:
+        rec.meter = FlopMeter()
     state = ModelState(model)
     error: BaseException | None = None
     result: Any = None
@@ -105,9 +114,35 @@ def _finalize(rec: Recorder, model_name: str, error: BaseException | None,
             traceback=_user_traceback(error),
             node=error_node,
         )
-    return Graph(nodes=tuple(rec.nodes), edges=tuple(rec.edges), module_calls=tuple(rec.build_calls(failed_calls)),
+    nodes = rec.nodes if rec.meter is None else rec.meter.apply(rec.nodes)
+    return Graph(nodes=tuple(nodes), edges=tuple(rec.edges), module_calls=tuple(rec.build_calls(failed_calls)),
                  model_name=model_name, error=err_info,
-                 versions=(("torch", torch.__version__), *versions))
+                 versions=(("torch", torch.__version__), *versions), measured=("flops",) if rec.meter else ())
+
+
+def _timed(model: torch.nn.Module, args: tuple[Any, ...], kw: dict[str, Any], graph: Graph,
+           error: BaseException | None, repeat: int) -> Graph:
+    """The graph with each op's median time from separate runs (never the recording pass itself)."""
+    if any(t.device.type == "meta" for t in _tensors_of(args, kw)):
+        raise ValueError("timing=True needs real tensors: meta tensors run no kernels, so there is nothing to "
+                         "time (FLOPs are counted on the meta device all the same)")
+    if error is not None:
+        warnings.warn("timing=True: the forward pass failed, so no op times were recorded", stacklevel=4)
+        return graph
+    nodes = list(graph.nodes)
+    state = ModelState(model)
+    try:
+        problem = time_ops(model, args, kw, nodes, repeat)
+    finally:
+        state.restore()
+    if problem is not None:
+        warnings.warn(f"timing=True: {problem}", stacklevel=4)
+        return graph
+    return dataclasses.replace(graph, nodes=tuple(nodes), measured=(*graph.measured, "time"))
+
+
+def _tensors_of(args: tuple[Any, ...], kw: dict[str, Any]) -> list[torch.Tensor]:
+    return [t for i, a in enumerate((*args, *kw.values())) for _, t in iter_tensors(a, str(i))]
 
 
 def _user_traceback(error: BaseException) -> str:
