@@ -90,8 +90,11 @@ def test_buttons_depth_options_direction_and_fit() -> None:
     data = store_for("gpt")
     graph = demo_trace("gpt").graph
     every = callbacks.next_view("expand_all", 1, data, None)[0]
-    assert every == view.make_spec(graph, depth=None)
+    assert every == view.expand_everything(graph) and every.unfolded == frozenset(view.folds(graph))   # repeats too
+    assert not any(n.kind == "folded" for n in view.build_view(graph, every).nodes)
+    assert callbacks.next_view("depth", -1, data, None)[0] == every
     assert callbacks.next_view("collapse_all", 1, data, None)[0] == view.make_spec(graph, depth=0)
+    assert callbacks.next_view("depth", view.CUSTOM, data, None) is None
     assert callbacks.next_view("depth", 2, data, None)[0] == view.make_spec(graph, depth=2)
     opts = callbacks.next_view("options", ["params"], data, None)[0]
     assert opts.show_params and not opts.fold_repeats
@@ -206,5 +209,6 @@ def test_toolbar_values_override_a_store_that_predates_them() -> None:
     assert callbacks.with_controls(data, None, None, None) == data
     spec, rankdir, theme, _, _ = callbacks.next_view("expand_all", 1, current, None)
     assert spec.show_params and not spec.fold_repeats and (rankdir, theme) == ("LR", "dark")
-    fig, new_data, _, _ = callbacks._apply("expand_all", 1, data, None, current)
+    fig, new_data, _, _, depth = callbacks._apply("expand_all", 1, data, None, current)
+    assert depth == -1                                              # the depth control follows
     assert new_data["params"] and new_data["rankdir"] == "LR" and isinstance(fig, dict)   # a whole new figure

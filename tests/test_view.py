@@ -258,3 +258,16 @@ def test_a_rebuilt_view_keys_the_same_cache_entry_and_pickles_without_its_hash()
     # a string's hash differs between processes, so the hash computed once here must not travel in a pickle
     state = pickle.loads(pickle.dumps(a)).__dict__
     assert "_hash" not in state and pickle.loads(pickle.dumps(a)) == a
+
+
+def test_expand_everything_unfolds_runs_and_depth_of_names_each_view() -> None:
+    g = stack_graph()
+    every = view.expand_everything(g)
+    assert not [n for n in view.build_view(g, every).nodes if n.kind in ("folded", "module")]
+    assert view.depth_of(g, every) == -1
+    max_depth = max(c.depth for c in g.module_calls)
+    for d in range(max_depth + 1):
+        assert view.depth_of(g, view.make_spec(g, depth=d)) == d
+    one = view.make_spec(g, depth=1)
+    box = next(n.id for n in view.build_view(g, one).nodes if n.kind in ("module", "folded"))
+    assert view.depth_of(g, view.toggle(g, one, box)) == view.CUSTOM

@@ -87,6 +87,27 @@ def make_spec(graph: Graph, depth: int | None = 1, expanded: Iterable[str] | Non
                     unfolded=frozenset(opened_folds), show_params=bool(show_params), pinned=frozenset(pins))
 
 
+def expand_everything(graph: Graph, fold_repeats: bool = True, show_params: bool = False) -> ViewSpec:
+    """What "Expand all" means: every call open and every folded run unfolded (grouped inputs/outputs too)."""
+    spec = make_spec(graph, depth=None, fold_repeats=fold_repeats, show_params=show_params)
+    return replace(spec, unfolded=frozenset(index_of(graph).runs))
+
+
+CUSTOM = "custom"   # the depth control's value when a view is no depth's view (after clicks, a search)
+
+
+def depth_of(graph: Graph, spec: ViewSpec) -> int | str:
+    """The depth control's entry for ``spec``: the depth whose view it is (-1: everything), else ``CUSTOM``."""
+    opts = {"fold_repeats": spec.fold_repeats, "show_params": spec.show_params}
+    if spec in (expand_everything(graph, **opts), make_spec(graph, depth=None, **opts)):
+        return -1
+    max_depth = max((c.depth for c in graph.module_calls), default=0)
+    for d in range(max_depth + 1):
+        if make_spec(graph, depth=d, **opts) == spec:
+            return d
+    return CUSTOM
+
+
 # ---- building a view -------------------------------------------------------------------------
 def _short_name(qualname: str) -> str:
     """The attribute name, with its container's name when it is a list index ("layers.5", not "5")."""

@@ -77,9 +77,12 @@ def next_view(trigger: str, value: Any, data: dict[str, Any], relayout: dict[str
             ranges = state.keep_inside(ranges, after)
         highlight = None
     elif trigger in ("expand_all", "collapse_all", "depth"):
+        if trigger == "depth" and value == view_mod.CUSTOM:
+            return None
         depth = {"expand_all": None, "collapse_all": 0}.get(trigger, None if value in (None, -1) else int(value))
-        new_spec = view_mod.make_spec(graph, depth=depth, fold_repeats=spec.fold_repeats,
-                                      show_params=spec.show_params)
+        opts = {"fold_repeats": spec.fold_repeats, "show_params": spec.show_params}
+        new_spec = (view_mod.expand_everything(graph, **opts) if depth is None    # folded repeats too
+                    else view_mod.make_spec(graph, depth=depth, **opts))
         fit = True
     elif trigger == "options":
         value = value or []
@@ -120,12 +123,12 @@ def with_controls(data: dict[str, Any], options: list[str] | None, direction: st
 
 
 def _apply(trigger: str | None, value: Any, data: dict[str, Any], relayout: dict[str, Any] | None,
-           current: dict[str, Any] | None = None) -> tuple:
-    """The four outputs of ``update_view`` for one action; ``data`` is the store as the browser last drew it,
-    ``current`` the same with the toolbar's current values."""
+           current: dict[str, Any] | None = None, shown_depth: Any = None) -> tuple:
+    """The five outputs of ``update_view`` for one action; ``data`` is the store as the browser last drew it,
+    ``current`` the same with the toolbar's current values, ``shown_depth`` the depth control's value."""
     result = next_view(trigger, value, current if current is not None else data, relayout)
     if result is None:
-        return no_update, no_update, no_update, no_update
+        return no_update, no_update, no_update, no_update, no_update
     spec, rankdir, theme, highlight, ranges = result
     tid = data["trace"]
     spec = state.drawn_spec(tid, spec)
@@ -145,7 +148,8 @@ def _apply(trigger: str | None, value: Any, data: dict[str, Any], relayout: dict
              else [html.Div(n) for n in new_notes])
     style = no_update if theme == data.get("theme", "light") else _theme_style(theme)
     state.precompute_neighbours(tid, spec, rankdir, theme)
-    return fig, new_data, notes, style
+    depth = view_mod.depth_of(registry.get(tid).graph, spec)   # the control shows the view's state ("custom")
+    return fig, new_data, notes, style, (no_update if depth == shown_depth else depth)
 
 
 def details_for(trigger: str | None, value: Any, data: dict[str, Any]) -> Any:
@@ -166,6 +170,7 @@ def _define() -> None:
         Output(ids.store(MATCH), "data"),
         Output(ids.notes(MATCH), "children"),
         Output(ids.root(MATCH), "style"),
+        Output(ids.depth(MATCH), "value"),
         Input(ids.graph(MATCH), "clickData"),
         Input(ids.expand_all(MATCH), "n_clicks"),
         Input(ids.collapse_all(MATCH), "n_clicks"),
@@ -184,9 +189,10 @@ def _define() -> None:
         value = {"graph": clicked_id(click), "depth": depth, "options": options, "direction": direction,
                  "theme": theme, "search": search}.get(trigger)
         try:
-            return _apply(trigger, value, data, relayout, with_controls(data, options, direction, theme))
+            return _apply(trigger, value, data, relayout, with_controls(data, options, direction, theme), depth)
         except Exception as exc:   # shown in the page, not lost in a server log
-            return no_update, no_update, error_text(f"{type(exc).__name__}: {exc}", className="tvd-app-error"), no_update
+            return (no_update, no_update, error_text(f"{type(exc).__name__}: {exc}", className="tvd-app-error"),
+                    no_update, no_update)
 
     # The details panel has its own callback: its answer is drawn after (not with) the graph's.
     @dash.callback(

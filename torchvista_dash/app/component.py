@@ -14,6 +14,7 @@ from typing import Any
 
 from dash import dcc, html
 
+from .. import view as view_mod
 from ..graph import Graph
 from ..traced import Trace
 from . import callbacks, registry, state
@@ -69,12 +70,13 @@ class ModelGraph(html.Div):
         max_depth = max((c.depth for c in graph.module_calls), default=0)
         depth_options = [{"label": f"depth {d}", "value": d} for d in range(0, max_depth + 1)]
         depth_options.append({"label": "every op", "value": -1})
+        depth_options.append({"label": "custom", "value": view_mod.CUSTOM, "disabled": True})
         options = [o for o, on in (("fold", fold_repeats), ("params", show_params)) if on]
 
         toolbar = html.Div([
             html.Button("Expand all", id=_ids.expand_all(aio_id), n_clicks=0, style=BUTTON),
             html.Button("Collapse all", id=_ids.collapse_all(aio_id), n_clicks=0, style=BUTTON),
-            dcc.Dropdown(id=_ids.depth(aio_id), options=depth_options, value=-1 if depth is None else depth,
+            dcc.Dropdown(id=_ids.depth(aio_id), options=depth_options, value=view_mod.depth_of(graph, spec),
                          clearable=False, searchable=False, style={"width": "120px", "color": "#222"}),
             dcc.Checklist(id=_ids.options(aio_id), value=options, inline=True,
                           options=[{"label": _label(" fold repeats"), "value": "fold"},

@@ -1,0 +1,54 @@
+"""The toolbar as a user meets it, in a real headless Chromium against a real server: expand/collapse all and
+the depth control, search, the dark page, the mode bar, shareable links."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from support_app import click_id, css_id, ids_drawn, wait_drawn, wait_ids, wait_settled
+
+from torchvista_dash import view
+from torchvista_dash.demos import demo_trace
+
+pytestmark = pytest.mark.browser
+
+G = "gallery"
+
+
+def open_demo(page: Any, url: str, demo: str) -> None:
+    page.goto(f"{url}?demo={demo}")
+    wait_drawn(page, G)
+    wait_settled(page, G)
+
+
+def depth_shown(page: Any) -> str:
+    return page.inner_text(css_id(G, "depth")).strip()
+
+
+def wait_depth(page: Any, text: str) -> None:
+    page.wait_for_function("(a) => document.querySelector(a[0]).innerText.trim() === a[1]",
+                           arg=[css_id(G, "depth"), text], timeout=20_000)
+
+
+def test_expand_all_opens_everything_and_the_depth_control_follows(page: Any, gallery_url: str) -> None:
+    open_demo(page, gallery_url, "gpt")
+    graph = demo_trace("gpt").graph
+    assert depth_shown(page) == "depth 1"
+    click_id(page, G, "mod:lm_head")                                   # a click: no depth's view any more
+    wait_ids(page, G, "clusters:headers", present=("mod:lm_head",))
+    wait_depth(page, "custom")
+    page.click(css_id(G, "expand_all"))                                # everything, folded repeats too
+    ops = [n.id for n in graph.nodes if n.kind == "op"]
+    wait_ids(page, G, "nodes:labels", present=tuple(ops), absent=("fold:mod:blocks.0",))
+    assert not [i for i in ids_drawn(page, G, "nodes:labels") if i.startswith("fold:")]
+    wait_depth(page, "every op")
+    page.click(css_id(G, "collapse_all"))                              # its inverse: one box
+    wait_ids(page, G, "nodes:labels", present=("mod:(root)",), absent=tuple(ops[:1]))
+    assert [i for i in ids_drawn(page, G, "nodes:labels") if i.startswith("mod:")] == ["mod:(root)"]
+    wait_depth(page, "depth 0")
+    page.click(css_id(G, "depth"))                                     # the control itself still works
+    page.get_by_role("option", name="depth 2").click()
+    wait_ids(page, G, "clusters:headers", present=("mod:(root)",))
+    wait_depth(page, "depth 2")
+    assert view.depth_of(graph, view.make_spec(graph, depth=2)) == 2
