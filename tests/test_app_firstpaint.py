@@ -52,8 +52,13 @@ def test_picture_is_painted_without_javascript(browser: Any, gallery_url: str) -
 def test_picture_gives_way_to_the_interactive_graph(page: Any, gallery_url: str) -> None:
     page.goto(f"{gallery_url}?demo=mlp&theme=dark")
     picture = page.locator(f"#{PICTURE_ID}")
-    assert picture.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(30, 30, 30)"
+    # the page, the picture and the figure share one theme table: the same dark background
+    assert picture.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(17, 17, 17)"
     wait_drawn(page, "gallery")
+    root = page.locator(".tvd-model-graph")
+    assert root.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(17, 17, 17)"
+    assert page.locator(".js-plotly-plot .main-svg rect.bg, .js-plotly-plot .main-svg").first.evaluate(
+        "e => getComputedStyle(e).backgroundColor") in ("rgb(17, 17, 17)", "rgba(0, 0, 0, 0)")
     assert picture.evaluate("e => getComputedStyle(e).display") == "none"
     assert picture.evaluate("e => getComputedStyle(e).pointerEvents") == "none"
 

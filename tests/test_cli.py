@@ -169,7 +169,7 @@ def test_export_formats_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture
     assert run_main(["export", "mlp", "-o", str(tmp_path / "m.html")], capsys)[0] == 0
     assert "Plotly.newPlot" in (tmp_path / "m.html").read_text()
     code, _, err = run_main(["export", "mlp", "-o", str(tmp_path / "m.gif")], capsys)
-    assert code == 2 and "can't tell the format" in err
+    assert code == 2 and "unsupported export format 'gif'" in err and "svg" in err
     code, _, err = run_main(["export", "mlp", "-o", str(tmp_path / "nodir" / "m.svg")], capsys)
     assert code == 2 and "does not exist" in err
 

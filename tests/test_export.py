@@ -1,4 +1,4 @@
-"""render.export: real files from a real trace (Graphviz for svg/png/pdf, plotly.js embedded in html)."""
+"""pipeline.export and render/static: real files from a real trace (Graphviz for svg/png/pdf, plotly.js in html)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ import torch
 from support_render import Broken, TinyNet, grid_case
 
 from torchvista_dash import load_trace, trace_model
+from torchvista_dash.layout import GraphvizError
 from torchvista_dash.layout.types import Layout
-from torchvista_dash.render.export import FORMATS, HTML_DIV_ID, export
-from torchvista_dash.render.static import render_static, to_static_dot
+from torchvista_dash.pipeline import FORMATS, export
+from torchvista_dash.render.export import HTML_DIV_ID
+from torchvista_dash.render.static import static_image, to_static_dot
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
@@ -22,6 +24,11 @@ SVG_NS = "{http://www.w3.org/2000/svg}"
 def tiny(dot_binary):
     torch.manual_seed(0)
     return trace_model(TinyNet(), torch.randn(2, 8))
+
+
+def render_static(g, vg, lay, path, fmt, theme="light"):
+    path.write_bytes(static_image(g, vg, lay, fmt, theme))
+    return path
 
 
 def svg_texts(path) -> list[str]:
@@ -148,4 +155,14 @@ def test_static_and_interactive_use_the_same_colours(theme):
     dot = to_static_dot(g, vg, lay, theme)
     for t in fig.data:
         if t.name.startswith("nodes:") and t.fill == "toself":
-            assert f'fillcolor="{t.fillcolor}", color="{t.line.color}"' in dot, t.name
+            assert f'fillcolor="{t.fillcolor}"' in dot and f'color="{t.line.color}"' in dot, t.name
+
+
+def test_static_export_runs_under_the_graphviz_time_budget(dot_binary, tmp_path, monkeypatch):
+    """The static export starts Graphviz through the layout's runner, so $TVD_DOT_TIMEOUT bounds it too."""
+    g, vg, lay = grid_case(1200, cols=4)
+    monkeypatch.setenv("TVD_DOT_TIMEOUT", "0.001")
+    with pytest.raises(GraphvizError, match=r"neato ran past its time budget of 0.001 s"):
+        static_image(g, vg, lay, "svg")
+    monkeypatch.setenv("TVD_DOT_TIMEOUT", "60")
+    assert static_image(g, vg, lay, "svg").lstrip().startswith(b"<?xml")

@@ -64,5 +64,17 @@ def test_failed_trace_marks_error_and_works_after_load(tmp_path) -> None:
 
 def test_bad_depth() -> None:
     t = trace_model(build_synthetic("mlp")[0], torch.randn(2, 8))
-    with pytest.raises(ValueError, match="depth must be None or an int"):
+    with pytest.raises(ValueError, match="depth must be a non-negative int or None"):
         t.to_networkx(depth=-1)
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2, None])
+def test_a_builtin_root_collapses_as_the_view_does(depth) -> None:
+    """An nn.Sequential model is a built-in root: the view opens it at depth 1, and so does to_networkx."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Sequential(torch.nn.Linear(8, 2)))
+    t = trace_model(model, torch.randn(3, 4))
+    v = t.view(depth=depth, fold_repeats=False, show_params=True)
+    g = t.to_networkx(depth=depth)
+    assert set(g.nodes) == {n.id for n in v.nodes}
+    assert {(u, w) for u, w, _ in g.edges(keys=True)} == {(e.src, e.dst) for e in v.edges}

@@ -273,17 +273,3 @@ def test_failed_view_of_a_large_graph_zooms_to_a_window_on_the_failure():
     assert (xb - xa, yb - ya) == pytest.approx(FAILED_WINDOW, abs=0.2)
     assert abs((xa + xb) / 2 - (x0 + x1) / 2) < 1 and abs((ya + yb) / 2 - (y0 + y1) / 2) < 1
     assert fig.layout.meta["torchvista_dash"]["labels"] is True     # readable at that zoom
-
-
-def test_without_numpy_paths_are_plain_lists_and_the_figure_is_the_same(case30, monkeypatch):
-    from torchvista_dash.render import figure as figure_mod
-
-    g, vg, lay = case30
-    with_np = make_figure(g, vg, lay)
-    monkeypatch.setattr(figure_mod, "np", None)
-    without = make_figure(g, vg, lay)
-    assert isinstance(by_name(without, "nodes:op").x, tuple)      # plotly stores plain lists as tuples
-    assert [t.name for t in without.data] == [t.name for t in with_np.data]
-    for a, b in zip(with_np.data, without.data, strict=True):
-        xs = [None if v is None or v != v else round(float(v), 1) for v in a.x]
-        assert xs == [None if v is None else round(float(v), 1) for v in b.x], a.name

@@ -98,7 +98,7 @@ def test_kwargs_are_inputs_and_scalars_are_details() -> None:
     (fill,) = _by_name(g, "masked_fill")
     (mask,) = _by_name(g, "mask", "input")
     assert mask.id in _preds(g, fill.id)
-    assert dict(fill.args)["0"] == "Tensor[2x8 float32]"
+    assert dict(fill.args)["0"] == "Tensor[2×8 float32]"
     assert fill.source is not None and fill.source.startswith("tests/support_models.py:")
 
 

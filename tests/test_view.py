@@ -218,6 +218,15 @@ def test_node_budget_collapses_deeper_calls_and_says_so():
     assert again.nodes == small.nodes and again.notes == ()
 
 
+def test_over_budget_with_nothing_open_is_drawn_whole_and_says_so():
+    g = stack_graph(12)
+    closed = view.make_spec(g, depth=0, fold_repeats=False)     # nothing open: nothing the budget could close
+    assert closed.expanded == frozenset()
+    vg = view.build_view(g, closed, node_budget=1)
+    assert len(vg.nodes) == len(view.build_view(g, closed).nodes) > 1 and vg.spec == closed
+    assert len(vg.notes) == 1 and "over the budget of 1" in vg.notes[0] and "drawn in full" in vg.notes[0]
+
+
 def test_expand_to_and_visible_id_of():
     g = nested_graph()
     spec = view.make_spec(g)

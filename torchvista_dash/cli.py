@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     from .traced import Trace
 
-EXPORT_FORMATS = ("html", "svg", "png", "pdf", "json")
+from .pipeline import FORMATS as EXPORT_FORMATS
 
 
 class CLIError(Exception):
@@ -151,8 +151,13 @@ def check_port_free(host: str, port: int) -> None:
 
 
 # ---- commands ------------------------------------------------------------------------------
-def _depth(value: int | None) -> int | None:
-    return None if value is not None and value < 0 else value
+def _depth(text: str) -> int | None:
+    from .options import depth_from_text
+
+    try:
+        return depth_from_text(text)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
 
 
 def _serve(ns: argparse.Namespace) -> int:
@@ -185,19 +190,18 @@ def _serve(ns: argparse.Namespace) -> int:
 
 
 def _export(ns: argparse.Namespace) -> int:
+    from .pipeline import export, resolve_format
+
     out = Path(ns.output)
-    fmt = (ns.format or out.suffix.lstrip(".")).lower()
-    if fmt not in EXPORT_FORMATS:
-        raise CLIError(f"can't tell the format of {out}: use an extension or --format among {', '.join(EXPORT_FORMATS)}")
+    depth = _depth(ns.depth)
+    try:
+        fmt = resolve_format(out, ns.format)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
     if not out.parent.exists():
         raise CLIError(f"the folder {out.parent} does not exist; create it first")
     trace = resolve_target(ns.target)
-    if fmt == "json":
-        trace.save(out)
-    else:
-        from .render.export import export
-
-        export(trace, out, fmt=fmt, depth=_depth(ns.depth), theme=ns.theme, rankdir=ns.direction)
+    export(trace, out, fmt=fmt, depth=depth, theme=ns.theme, rankdir=ns.direction)
     if trace.failed:
         err = trace.graph.error
         print(f"warning: the forward pass failed ({err.type}: {err.message}); exported the partial graph",
@@ -208,7 +212,7 @@ def _export(ns: argparse.Namespace) -> int:
 
 def _view_options(p: argparse.ArgumentParser) -> None:
     """The first view's options, the same for serve and export."""
-    p.add_argument("--depth", type=int, default=1, help="module depth to open (default 1; -1 opens everything)")
+    p.add_argument("--depth", default="1", help="module depth to open (default 1; -1 or all opens everything)")
     p.add_argument("--theme", choices=("light", "dark"), default="light")
     p.add_argument("--rankdir", "--direction", dest="direction", choices=("TB", "LR"), default="TB",
                    help="top to bottom (TB, default) or left to right (LR)")

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import orjson
 
@@ -42,7 +42,7 @@ from .graph_checks import (
 SCHEMA = "torchvista_dash.graph/1"
 
 NodeKind = Literal["input", "output", "op", "constant", "parameter"]
-NODE_KINDS: tuple[str, ...] = ("input", "output", "op", "constant", "parameter")
+NODE_KINDS: tuple[NodeKind, ...] = get_args(NodeKind)
 
 ROOT_CALL_ID = "mod:(root)"
 
@@ -107,7 +107,7 @@ class Node:
     """A value-producing step: an input, an op, a constant, a parameter or an output."""
 
     id: str
-    kind: str
+    kind: NodeKind
     name: str
     parent: str | None = None
     error: str | None = None
@@ -203,7 +203,7 @@ class Graph:
             if c.qualname in seen:
                 continue
             seen.add(c.qualname)
-            total += sum(_numel(p.shape) for p in c.params if not p.is_buffer)
+            total += sum(numel(p.shape) for p in c.params if not p.is_buffer)
         return total
 
     @cached_property
@@ -306,7 +306,8 @@ def _hash_id(data: bytes) -> str:
     return hashlib.sha1(data).hexdigest()[:16]
 
 
-def _numel(shape: Iterable[int]) -> int:
+def numel(shape: Iterable[int]) -> int:
+    """Elements of a tensor of ``shape`` (1 for a 0-d tensor)."""
     n = 1
     for s in shape:
         n *= int(s)
@@ -326,6 +327,17 @@ def _read_measured(value: Any) -> tuple[str, ...]:
     if type(value) is not list or any(v not in MEASURABLE for v in value):
         raise FieldError(f"must be a list of some of {', '.join(MEASURABLE)}, got {str(value)[:60]}")
     return tuple(m for m in MEASURABLE if m in value)
+
+
+def shape_text(shape: Iterable[int]) -> str:
+    """How every part of the package writes a shape: ``(1, 8, 64)`` → ``1×8×64``; a 0-d tensor is ``scalar``."""
+    dims = [str(int(s)) for s in shape]
+    return "×".join(dims) if dims else "scalar"
+
+
+def meta_text(m: TensorMeta) -> str:
+    """``1×8×64 float32``: a tensor's shape and dtype."""
+    return f"{shape_text(m.shape)} {m.dtype}"
 
 
 # ---- reading: one field table per record (see graph_checks: typed readers, nothing trusted) ----------------

@@ -14,7 +14,7 @@ import re
 import weakref
 from dataclasses import dataclass
 
-from .graph import Graph
+from .graph import Graph, shape_text
 from .view_types import IO_PREFIX
 
 _ROOT = re.compile(r"^([^\[.]+)(.*)$")
@@ -83,7 +83,7 @@ def _analyse(graph: Graph) -> IOGroups:
 
 def _shape(node: object) -> str:
     outs = getattr(node, "outputs", ())
-    return "×".join(map(str, outs[0].shape)) if outs and outs[0].shape else "scalar"
+    return shape_text(outs[0].shape) if outs else "scalar"
 
 
 def _summary(root: str, rests: list[str]) -> str:

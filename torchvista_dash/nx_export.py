@@ -1,7 +1,8 @@
 """A traced Graph as a ``networkx.MultiDiGraph``, for analysis with the networkx toolbox.
 
-``depth=None`` gives every recorded node; ``depth=k`` follows the view convention (a call of depth d is
-open iff d < k and it is not a built-in torch.nn module): every closed call becomes one node of kind
+``depth=None`` gives every recorded node; ``depth=k`` opens the calls ``Trace.view(depth=k)`` opens (the view's
+own rule, ``view.make_spec``: a call of depth d is open iff d < k and it is not a built-in torch.nn module,
+except the model's root, which always opens), without folding repeats: every closed call becomes one node of kind
 ``module`` and the edges that remain are the tensors crossing its boundary (one edge per tensor and
 endpoint pair). networkx is an optional extra (``pip install torchvista_dash[networkx]``).
 """
@@ -11,6 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .graph import Graph
+from .options import check_depth
+from .view import make_spec
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import networkx
@@ -28,27 +31,18 @@ def _import_networkx() -> Any:
 
 def representative(graph: Graph, depth: int | None) -> dict[str | None, str | None]:
     """Call id (or None) → the id of the outermost closed call enclosing it, or None if every one is open."""
+    opened = make_spec(graph, depth=depth, fold_repeats=False).expanded
     rep: dict[str | None, str | None] = {None: None}
-    if depth is None:
-        for c in graph.module_calls:
-            rep[c.id] = None
-        return rep
     for c in graph.module_calls:          # parents are recorded before their children
         outer = rep.get(c.parent)
-        if outer is not None:
-            rep[c.id] = outer
-        elif c.depth >= depth or c.builtin:
-            rep[c.id] = c.id
-        else:
-            rep[c.id] = None
+        rep[c.id] = outer if outer is not None else (None if c.id in opened else c.id)
     return rep
 
 
 def to_networkx(graph: Graph, depth: int | None = None) -> networkx.MultiDiGraph:
     """Every op as a node (``depth=None``), or each module call at/below ``depth`` collapsed into one node."""
     nx = _import_networkx()
-    if depth is not None and (not isinstance(depth, int) or isinstance(depth, bool) or depth < 0):
-        raise ValueError(f"depth must be None or an int >= 0, got {depth!r}")
+    check_depth(depth)
     rep = representative(graph, depth)
     g = nx.MultiDiGraph(model_name=graph.model_name, depth=depth, failed=graph.error is not None)
     calls = graph.call_by_id

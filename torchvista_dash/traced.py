@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .graph import Graph
+from .options import DEFAULT_NODE_BUDGET, ViewOptions, split_options
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import networkx
@@ -82,11 +83,11 @@ class Trace:
              unfolded: Iterable[str] | None = None, show_params: bool = False,
              node_budget: int | None = None) -> VisibleGraph:
         """What is drawn for an expand state; ``expanded`` takes ModuleCall ids or qualnames."""
-        from . import view as view_mod
+        from .view import view_of
 
-        spec = view_mod.make_spec(self.graph, depth=depth, expanded=expanded, fold_repeats=fold_repeats,
-                                  unfolded=unfolded, show_params=show_params)
-        return view_mod.build_view(self.graph, spec, node_budget=node_budget)
+        options = ViewOptions(depth=depth, fold_repeats=fold_repeats, show_params=show_params,
+                              node_budget=DEFAULT_NODE_BUDGET if node_budget is None else node_budget)
+        return view_of(self.graph, options, expanded, unfolded)
 
     def layout(self, v: VisibleGraph | None = None, rankdir: str = "TB") -> Layout:
         """Node boxes, cluster boxes and edge paths for a view (the default view if none is given)."""
@@ -94,31 +95,32 @@ class Trace:
 
         return layout_view(v if v is not None else self.view(), rankdir=rankdir)
 
-    def figure(self, depth: int | None = 1, expanded: Iterable[str] | None = None, *, theme: str = "light",
-               rankdir: str = "TB", highlight: str | None = None, labels: bool | None = None,
-               details: bool | None = None, **view_options: Any) -> go.Figure:
+    def figure(self, depth: int | None = 1, expanded: Iterable[str] | None = None, *,
+               unfolded: Iterable[str] | None = None, **options: Any) -> go.Figure:
         """A plotly Figure of one view, usable anywhere Plotly is.
 
-        ``view_options`` go to ``view`` (fold_repeats, unfolded, show_params, node_budget); ``highlight``,
-        ``labels`` and ``details`` to ``render.make_figure``.
+        ``options``: any of ``ViewOptions`` (fold_repeats, show_params, node_budget) and ``DrawOptions``
+        (theme, rankdir, highlight, labels, details).
         """
-        from .render import make_figure
+        from .pipeline import figure_of
+        from .view import view_of
 
-        v = self.view(depth=depth, expanded=expanded, **view_options)
-        return make_figure(self.graph, v, self.layout(v, rankdir=rankdir), theme=theme, highlight=highlight,
-                           labels=labels, details=details)
+        view, draw = split_options({"depth": depth, **options}, where="figure()")
+        return figure_of(self.graph, view_of(self.graph, view, expanded, unfolded), draw)
 
-    def to_html(self, path: str | Path, **figure_options: Any) -> Path:
+    def to_html(self, path: str | Path, **options: Any) -> Path:
         """A standalone HTML file (plotly.js embedded): zoom, pan and hover work offline."""
-        from .render.export import export
+        from .pipeline import export
 
-        return export(self, Path(path), fmt="html", **figure_options)
+        return export(self, Path(path), fmt="html", **options)
 
-    def export(self, path: str | Path, **figure_options: Any) -> Path:
-        """Write the picture to ``path``; the extension picks the format (html, svg, png, pdf, json)."""
-        from .render.export import export
+    def export(self, path: str | Path, **options: Any) -> Path:
+        """Write the picture to ``path``; the extension picks the format (html, svg, png, pdf, json).
 
-        return export(self, Path(path), **figure_options)
+        ``options`` are those of ``figure`` (depth, expanded, unfolded, theme, rankdir, ...) and ``fmt``."""
+        from .pipeline import export
+
+        return export(self, Path(path), **options)
 
     def to_networkx(self, depth: int | None = None) -> networkx.MultiDiGraph:
         """Every op as a node (``depth=None``), or module calls below ``depth`` collapsed into one node each."""

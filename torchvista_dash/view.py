@@ -13,12 +13,14 @@ import difflib
 from collections.abc import Iterable
 from dataclasses import replace
 
-from .graph import Graph, ModuleCall
+from .graph import Graph, ModuleCall, shape_text
 from .iogroups import io_groups
+from .options import DEFAULT_NODE_BUDGET, EVERYTHING, ViewOptions, check_depth
 from .repeats import FOLD_PREFIX, HIDDEN_KINDS, Index, index_of
 from .view_types import Cluster, ViewSpec, VisibleEdge, VisibleGraph, VisibleNode
 
-DEFAULT_NODE_BUDGET = 1500
+__all__ = ["DEFAULT_NODE_BUDGET", "FOLD_PREFIX", "auto_expanded", "build_view", "expand_to", "folds", "make_spec",
+           "toggle", "view_of", "visible_id_of"]
 
 
 def folds(graph: Graph) -> dict[str, tuple[str, ...]]:
@@ -61,8 +63,7 @@ def make_spec(graph: Graph, depth: int | None = 1, expanded: Iterable[str] | Non
     Naming a call in ``expanded`` also opens its ancestors and pins it (and any ancestor) that sits in a
     folded run, so the named call is really on screen while the rest of each run stays folded.
     """
-    if depth is not None and (not isinstance(depth, int) or depth < 0):
-        raise ValueError(f"depth must be a non-negative int or None (everything expanded), got {depth!r}")
+    check_depth(depth)
     if isinstance(expanded, str) or isinstance(unfolded, str):
         raise TypeError("expanded/unfolded take a collection of names, e.g. expanded={'encoder'}, not a string")
     idx = index_of(graph)
@@ -100,7 +101,7 @@ def depth_of(graph: Graph, spec: ViewSpec) -> int | str:
     """The depth control's entry for ``spec``: the depth whose view it is (-1: everything), else ``CUSTOM``."""
     opts = {"fold_repeats": spec.fold_repeats, "show_params": spec.show_params}
     if spec in (expand_everything(graph, **opts), make_spec(graph, depth=None, **opts)):
-        return -1
+        return EVERYTHING
     max_depth = max((c.depth for c in graph.module_calls), default=0)
     for d in range(max_depth + 1):
         if make_spec(graph, depth=d, **opts) == spec:
@@ -113,10 +114,6 @@ def _short_name(qualname: str) -> str:
     """The attribute name, with its container's name when it is a list index ("layers.5", not "5")."""
     parts = qualname.split(".")
     return ".".join(parts[-2:]) if parts[-1].isdigit() and len(parts) > 1 else parts[-1]
-
-
-def _shape_text(shape: tuple[int, ...]) -> str:
-    return "×".join(str(s) for s in shape) if shape else "scalar"
 
 
 class _Reps:
@@ -184,7 +181,7 @@ def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
         if gid is not None:                # a part of a structured input/output: its group's box, or in it
             if gid in spec.expanded:
                 node_rep[n.id] = (n.id, None)
-                vis[n.id] = VisibleNode(n.id, n.kind, n.name, gid, sublabel=_shape_text(n.outputs[0].shape))
+                vis[n.id] = VisibleNode(n.id, n.kind, n.name, gid, sublabel=shape_text(n.outputs[0].shape))
                 if gid not in open_io:
                     open_io.append(gid)
             else:
@@ -197,7 +194,7 @@ def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
             node_rep[n.id] = (n.id, None)
             if n.kind in HIDDEN_KINDS and not spec.show_params:
                 continue
-            sub = _shape_text(n.outputs[0].shape) if n.outputs else ""
+            sub = shape_text(n.outputs[0].shape) if n.outputs else ""
             vis[n.id] = VisibleNode(n.id, n.kind, n.name, n.parent, sublabel=sub, failed=n.error is not None)
             continue
         box, member = r
@@ -230,7 +227,7 @@ def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
             continue
         key = (rs, rd, e.tensor)
         if key not in edges:
-            edges[key] = VisibleEdge(rs, rd, e.tensor, e.meta, label=_shape_text(e.meta.shape))
+            edges[key] = VisibleEdge(rs, rd, e.tensor, e.meta, label=shape_text(e.meta.shape))
 
     used: set[str] = set()
     for v in vis.values():
@@ -270,7 +267,12 @@ def build_view(graph: Graph, spec: ViewSpec, node_budget: int | None = None) -> 
         return vg
     requested = len(vg.nodes)
     calls = graph.call_by_id
-    for d in sorted({calls[c].depth for c in spec.expanded if c in calls}, reverse=True):
+    depths = sorted({calls[c].depth for c in spec.expanded if c in calls}, reverse=True)
+    if not depths:   # nothing is open: there is nothing to collapse, the view is drawn as it is
+        note = (f"the view has {requested:,} boxes with every module closed, over the budget of {budget:,}; "
+                f"drawn in full (fold repeats or hide parameters to draw fewer)")
+        return replace(vg, notes=vg.notes + (note,))
+    for d in depths:
         smaller = replace(spec, expanded=frozenset(c for c in spec.expanded if c not in calls or calls[c].depth < d))
         vg = _build(graph, smaller)
         if len(vg.nodes) <= budget:
@@ -278,6 +280,14 @@ def build_view(graph: Graph, spec: ViewSpec, node_budget: int | None = None) -> 
     note = (f"auto-collapsed module calls at depth ≥ {d}: the requested view has {requested:,} boxes, "
             f"over the budget of {budget:,} (raise node_budget to draw it)")
     return replace(vg, notes=vg.notes + (note,))
+
+
+def view_of(graph: Graph, options: ViewOptions, expanded: Iterable[str] | None = None,
+            unfolded: Iterable[str] | None = None) -> VisibleGraph:
+    """The view ``options`` ask for, with ``expanded`` calls (ids or qualnames) and ``unfolded`` runs opened."""
+    spec = make_spec(graph, depth=options.depth, expanded=expanded, fold_repeats=options.fold_repeats,
+                     unfolded=unfolded, show_params=options.show_params)
+    return build_view(graph, spec, node_budget=options.node_budget)
 
 
 def _run_member(idx: Index, fold_id: str) -> str | None:

@@ -41,7 +41,7 @@ class VisibleNode:
     """One box on screen: a graph node, a collapsed module call, or a folded run of calls."""
 
     id: str                         # graph node id, ModuleCall id, or folded-group id ("fold:<first call id>")
-    kind: str                       # a VisibleKind
+    kind: VisibleKind
     label: str                      # main text ("linear", "encoder: BertEncoder", "GPT2Block ×12")
     parent: str | None              # id of the cluster (expanded ModuleCall) it sits directly in
     sublabel: str = ""              # second line (class name, shape, ...)

@@ -16,6 +16,8 @@ from dash import MATCH, Input, Output, Patch, State, ctx, html, no_update
 from dash import _callback as dash_callback_registry
 
 from .. import view as view_mod
+from ..options import depth_from_text
+from ..render.style import get_theme
 from ..view_types import ViewSpec
 from . import registry, state
 from .details import details, error_text
@@ -37,10 +39,9 @@ def clicked_id(click: dict[str, Any] | None) -> str | None:
     return cd if isinstance(cd, str) and cd else None
 
 
-def _theme_style(theme: str) -> dict[str, str]:
-    from .component import THEMES
-
-    return {**THEMES.get(theme, THEMES["light"]), "padding": "8px", "fontFamily": "system-ui, sans-serif"}
+def root_style(theme: str) -> dict[str, str]:
+    """The ModelGraph's own box: the theme's page colours (the figure's), padding and font."""
+    return {**get_theme(theme).page_style(), "padding": "8px", "fontFamily": "system-ui, sans-serif"}
 
 
 def next_view(trigger: str, value: Any, data: dict[str, Any], relayout: dict[str, Any] | None
@@ -79,7 +80,7 @@ def next_view(trigger: str, value: Any, data: dict[str, Any], relayout: dict[str
     elif trigger in ("expand_all", "collapse_all", "depth"):
         if trigger == "depth" and value == view_mod.CUSTOM:
             return None
-        depth = {"expand_all": None, "collapse_all": 0}.get(trigger, None if value in (None, -1) else int(value))
+        depth = {"expand_all": None, "collapse_all": 0}.get(trigger) if trigger != "depth" else depth_from_text(value)
         opts = {"fold_repeats": spec.fold_repeats, "show_params": spec.show_params}
         new_spec = (view_mod.expand_everything(graph, **opts) if depth is None    # folded repeats too
                     else view_mod.make_spec(graph, depth=depth, **opts))
@@ -132,22 +133,23 @@ def _apply(trigger: str | None, value: Any, data: dict[str, Any], relayout: dict
     spec, rankdir, theme, highlight, ranges = result
     tid = data["trace"]
     spec = state.drawn_spec(tid, spec)
-    new_data = {**data, **state.spec_to_store(spec), "rankdir": rankdir, "theme": theme,
-                "highlight": highlight, "ranges": ranges, "relayout": relayout,
-                "sent": ([ranges] + list(data.get("sent") or [data["ranges"]]))[:4]}
+    old_draw = state.draw_from_store(data)
+    draw = state.draw_from_store(data, rankdir=rankdir, theme=theme, highlight=highlight)
+    new_data = {**data, **state.spec_to_store(spec), **state.draw_to_store(draw), "ranges": ranges,
+                "relayout": relayout, "sent": ([ranges] + list(data.get("sent") or [data["ranges"]]))[:4]}
     old_spec = state.spec_from_store(data)
-    if (spec, rankdir, theme, highlight) == (old_spec, data.get("rankdir"), data.get("theme"), data.get("highlight")):
+    if (spec, draw) == (old_spec, old_draw):
         fig: Any = Patch()                  # only the ranges move: send two numbers, not the figure
         fig["layout"]["xaxis"]["range"] = ranges[0]
         fig["layout"]["yaxis"]["range"] = ranges[1]
     else:
-        fig = state.figure_with_ranges(tid, spec, rankdir, theme, highlight, ranges)
+        fig = state.figure_with_ranges(tid, spec, draw, ranges)
     # unchanged outputs are not sent: each one sent costs the browser a React update on every click
     new_notes = state.visible(tid, spec).notes
     notes = (no_update if new_notes == state.visible(tid, old_spec).notes
              else [html.Div(n) for n in new_notes])
-    style = no_update if theme == data.get("theme", "light") else _theme_style(theme)
-    state.precompute_neighbours(tid, spec, rankdir, theme)
+    style = no_update if draw.theme == old_draw.theme else root_style(draw.theme)
+    state.precompute_neighbours(tid, spec, draw)
     depth = view_mod.depth_of(registry.get(tid).graph, spec)   # the control shows the view's state ("custom")
     return fig, new_data, notes, style, (no_update if depth == shown_depth else depth)
 

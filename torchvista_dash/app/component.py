@@ -10,19 +10,28 @@ are registered once, at import, with pattern-matching ids.
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from dash import dcc, html
 
 from .. import view as view_mod
 from ..graph import Graph
+from ..options import (
+    DEFAULT_NODE_BUDGET,
+    EVERYTHING,
+    THEMES,
+    DrawOptions,
+    ViewOptions,
+    option_names,
+    split_options,
+)
 from ..traced import Trace
 from . import callbacks, registry, state
 from .details import details, header
 from .ids import ids as _ids
 
-THEMES = {"light": {"background": "#ffffff", "color": "#222222"},
-          "dark": {"background": "#1e1e1e", "color": "#e6e6e6"}}
+APP_RANKDIRS = ("TB", "LR")   # the toolbar's directions
 BUTTON = {"marginRight": "6px", "padding": "3px 10px", "cursor": "pointer"}
 ROW = {"display": "flex", "flexWrap": "wrap", "alignItems": "center", "gap": "10px", "margin": "6px 0"}
 
@@ -36,40 +45,46 @@ class ModelGraph(html.Div):
     """An interactive, collapsible picture of one traced forward pass.
 
     ``trace``: a ``Trace`` (or a ``Graph``); ``id``: any JSON-able value unique on the page (default: random).
-    ``depth``: module levels open at first (``None``: every op); ``theme``: "light" or "dark";
-    ``rankdir``: "TB" or "LR"; ``height``: CSS height of the plot.
+    ``height``: CSS height of the plot. Options, by name (``options.ViewOptions``/``DrawOptions``): ``depth``
+    (module levels open at first, ``None``: every op), ``theme`` ("light", "dark"), ``rankdir`` ("TB", "LR"),
+    ``fold_repeats``, ``show_params``, ``labels``, ``details``; or whole ``view=``/``draw=`` objects. Other
+    keywords go to the outer ``html.Div``.
     """
 
     ids = _ids
 
-    def __init__(self, trace: Trace | Graph, id: Any = None, *, depth: int | None = 1, theme: str = "light",
-                 rankdir: str = "TB", fold_repeats: bool = True, show_params: bool = False,
-                 height: str = "72vh", **div_props: Any) -> None:
+    def __init__(self, trace: Trace | Graph, id: Any = None, *, height: str = "72vh",
+                 view: ViewOptions | None = None, draw: DrawOptions | None = None, **kwargs: Any) -> None:
         if isinstance(trace, Graph):
             trace = Trace(trace)
         if not isinstance(trace, Trace):
             raise TypeError(f"ModelGraph needs a Trace (from trace_model(model, inputs) or load_trace(path)), "
                             f"not {type(trace).__name__}")
-        if theme not in THEMES:
-            raise ValueError(f"theme must be one of {', '.join(THEMES)}, not {theme!r}")
-        if rankdir not in ("TB", "LR"):
-            raise ValueError(f"rankdir must be 'TB' or 'LR', not {rankdir!r}")
-        if depth is not None and (not isinstance(depth, int) or depth < 0):
-            raise ValueError(f"depth must be a non-negative int or None (every op), not {depth!r}")
+        names = option_names()
+        view, draw = split_options({k: kwargs.pop(k) for k in list(kwargs) if k in names}, where="ModelGraph",
+                                   view=view, draw=draw)
+        div_props = kwargs
+        if draw.rankdir not in APP_RANKDIRS:
+            raise ValueError(f"rankdir must be 'TB' or 'LR' in the app, not {draw.rankdir!r}")
+        if view.node_budget != DEFAULT_NODE_BUDGET:
+            raise ValueError(f"ModelGraph draws at most {DEFAULT_NODE_BUDGET:,} boxes per view; node_budget is "
+                             "an option of Trace.view/figure/export, not of the app")
         callbacks.ensure_registered()
         aio_id = str(uuid.uuid4()) if id is None else id
         tid = registry.register(trace)
         graph = trace.graph
-        spec, highlight = state.first_view(tid, depth, fold_repeats, show_params)
-        ranges = state.full_ranges(state.layout_of(tid, spec, rankdir))
+        spec, highlight = state.first_view(tid, view)
+        draw = replace(draw, highlight=highlight if draw.highlight is None else draw.highlight)
+        ranges = state.full_ranges(state.layout_of(tid, spec, draw.rankdir))
         vg = state.visible(tid, spec)
-        figure = state.figure_with_ranges(tid, spec, rankdir, theme, highlight, ranges)
-        store = {"trace": tid, **state.spec_to_store(spec), "rankdir": rankdir, "theme": theme,
-                 "ranges": ranges, "relayout": None, "highlight": highlight, "sent": [ranges]}
-        state.precompute_neighbours(tid, spec, rankdir, theme)
+        figure = state.figure_with_ranges(tid, spec, draw, ranges)
+        store = {"trace": tid, **state.spec_to_store(spec), **state.draw_to_store(draw),
+                 "ranges": ranges, "relayout": None, "sent": [ranges]}
+        state.precompute_neighbours(tid, spec, draw)
+        theme, rankdir, fold_repeats, show_params = draw.theme, draw.rankdir, view.fold_repeats, view.show_params
         max_depth = max((c.depth for c in graph.module_calls), default=0)
         depth_options = [{"label": f"depth {d}", "value": d} for d in range(0, max_depth + 1)]
-        depth_options.append({"label": "every op", "value": -1})
+        depth_options.append({"label": "every op", "value": EVERYTHING})
         depth_options.append({"label": "custom", "value": view_mod.CUSTOM, "disabled": True})
         options = [o for o, on in (("fold", fold_repeats), ("params", show_params)) if on]
 
@@ -86,7 +101,7 @@ class ModelGraph(html.Div):
                            options=[{"label": _label(" top→bottom"), "value": "TB"}, {"label": _label(" left→right"), "value": "LR"}],
                            inputStyle={"marginLeft": "8px"}),
             dcc.RadioItems(id=_ids.theme(aio_id), value=theme, inline=True,
-                           options=[{"label": _label(" light"), "value": "light"}, {"label": _label(" dark"), "value": "dark"}],
+                           options=[{"label": _label(f" {t}"), "value": t} for t in THEMES],
                            inputStyle={"marginLeft": "8px"}),
             html.Button("Fit to screen", id=_ids.fit(aio_id), n_clicks=0, style=BUTTON),
         ], style=ROW)
@@ -106,7 +121,7 @@ class ModelGraph(html.Div):
                          config={"scrollZoom": True, "displaylogo": False, "doubleClick": "reset"})
         body = html.Div([
             html.Div(plot, style={"flex": "1", "minWidth": "0"}),
-            html.Div(details(tid, highlight), id=_ids.details(aio_id), className="tvd-details",
+            html.Div(details(tid, draw.highlight), id=_ids.details(aio_id), className="tvd-details",
                      style={"width": "340px", "maxHeight": height, "overflow": "auto", "fontSize": "13px",
                             "paddingLeft": "10px", "borderLeft": "1px solid #8884"}),
         ], style={"display": "flex"})
@@ -122,6 +137,5 @@ class ModelGraph(html.Div):
             toolbar, toolbar2, body,
             dcc.Store(id=_ids.store(aio_id), data=store),
         ]
-        style = {**THEMES[theme], "padding": "8px", "fontFamily": "system-ui, sans-serif",
-                 **div_props.pop("style", {})}
+        style = {**callbacks.root_style(theme), **div_props.pop("style", {})}
         super().__init__(children, id=_ids.root(aio_id), style=style, className="tvd-model-graph", **div_props)

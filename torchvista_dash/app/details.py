@@ -6,7 +6,7 @@ from functools import lru_cache
 
 from dash import html
 
-from ..graph import Graph, ModuleCall, Node, TensorMeta, _numel
+from ..graph import Graph, ModuleCall, Node, TensorMeta, meta_text, numel, shape_text
 from ..iogroups import io_groups
 from ..render.style import get_theme
 from . import registry
@@ -19,11 +19,6 @@ def error_text(text: str, *, bold: bool = False, className: str | None = None, *
     """A message in the app's error red (failures, bad pages, callbacks that raised)."""
     css = {"color": ERROR_COLOR, **({"fontWeight": "bold"} if bold else {}), **style}
     return html.Div(text, className=className, style=css)
-
-
-def fmt_meta(m: TensorMeta) -> str:
-    shape = "×".join(str(s) for s in m.shape) if m.shape else "scalar"
-    return f"{shape} {m.dtype}"
 
 
 def header(graph: Graph) -> list:
@@ -84,9 +79,9 @@ def _module(trace_id: str, call: ModuleCall) -> list:
         rows.append(_row("extra_repr", call.extra_repr))
     for k, v in call.attrs:
         rows.append(_row(k, v))
-    rows.append(_row("inputs", ", ".join(fmt_meta(m) for m in ins) or "—"))
-    rows.append(_row("outputs", ", ".join(fmt_meta(m) for m in outs) or "—"))
-    own = sum(_numel(p.shape) for p in call.params if not p.is_buffer)
+    rows.append(_row("inputs", ", ".join(meta_text(m) for m in ins) or "—"))
+    rows.append(_row("outputs", ", ".join(meta_text(m) for m in outs) or "—"))
+    own = sum(numel(p.shape) for p in call.params if not p.is_buffer)
     rows.append(_row("parameters", f"{call.num_params:,} in total, {own:,} its own"))
     out: list = [html.H4(f"{call.qualname or '(root)'}: {call.cls}", style={"margin": "4px 0"}),
                  html.Table(rows, className="tvd-details-table")]
@@ -95,7 +90,7 @@ def _module(trace_id: str, call: ModuleCall) -> list:
             [html.Tr([html.Th(h, style={"textAlign": "left", "paddingRight": "8px"})
                       for h in ("name", "shape", "dtype", "trainable")])]
             + [html.Tr([html.Td(p.name + (" (buffer)" if p.is_buffer else ""), style=MONO),
-                        html.Td("×".join(map(str, p.shape)) or "scalar", style=MONO), html.Td(p.dtype, style=MONO),
+                        html.Td(shape_text(p.shape), style=MONO), html.Td(p.dtype, style=MONO),
                         html.Td("yes" if p.trainable else "no")]) for p in call.params],
             className="tvd-params-table"))
     if call.failed:
@@ -112,7 +107,7 @@ def _node(graph: Graph, node: Node) -> list:
         rows.append(_row(k, v))
     if node.params:
         rows.append(_row("parameters", ", ".join(node.params)))
-    rows.append(_row("outputs", ", ".join(fmt_meta(m) for m in node.outputs) or "—"))
+    rows.append(_row("outputs", ", ".join(meta_text(m) for m in node.outputs) or "—"))
     if node.source:
         rows.append(_row("source", node.source))
     out: list = [html.H4(node.name, style={"margin": "4px 0"}), html.Table(rows, className="tvd-details-table")]
@@ -140,7 +135,7 @@ def details(trace_id: str, vid: str | None, members: tuple[str, ...] = ()) -> li
         nodes = [graph.node_by_id[m] for m in group.members]
         return [html.H4(group.label, style={"margin": "4px 0"}),
                 html.Div(f"{len(nodes)} {group.kind} tensors of one value; click the box to open it."),
-                html.Table([_row(n.name, ", ".join(fmt_meta(m) for m in n.outputs)) for n in nodes],
+                html.Table([_row(n.name, ", ".join(meta_text(m) for m in n.outputs)) for n in nodes],
                            className="tvd-details-table")]
     if vid.startswith("fold:"):
         calls = [graph.call_by_id[m] for m in members if m in graph.call_by_id]

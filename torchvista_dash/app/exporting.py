@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import re
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from dash import dcc
 
 from ..render.export import html_page
+from ..render.static import static_image as draw_static
 from . import registry, state
 
 
@@ -24,23 +23,18 @@ def current_figure(data: dict[str, Any]) -> Any:
 
     tid = data["trace"]
     spec = state.spec_from_store(data)
-    rankdir, theme = data.get("rankdir", "TB"), data.get("theme", "light")
-    ranges = state.full_ranges(state.layout_of(tid, spec, rankdir))
-    return go.Figure(state.figure_with_ranges(tid, spec, rankdir, theme, data.get("highlight"), ranges))
+    draw = state.draw_from_store(data)
+    ranges = state.full_ranges(state.layout_of(tid, spec, draw.rankdir))
+    return go.Figure(state.figure_with_ranges(tid, spec, draw, ranges))
 
 
 def static_image(data: dict[str, Any], fmt: str) -> bytes:
     """SVG/PNG drawn by Graphviz from the same geometry as the figure (no browser, no kaleido)."""
-    from ..render.static import render_static
-
     tid = data["trace"]
     spec = state.spec_from_store(data)
-    rankdir = data.get("rankdir", "TB")
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / f"view.{fmt}"
-        render_static(registry.get(tid).graph, state.visible(tid, spec), state.layout_of(tid, spec, rankdir), path,
-                      fmt, data.get("theme", "light"), highlight=data.get("highlight"))
-        return path.read_bytes()
+    draw = state.draw_from_store(data)
+    return draw_static(registry.get(tid).graph, state.visible(tid, spec), state.layout_of(tid, spec, draw.rankdir),
+                       fmt, draw.theme, highlight=draw.highlight)
 
 
 def export_current_view(data: dict[str, Any], fmt: str) -> dict[str, Any]:

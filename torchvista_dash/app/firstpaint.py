@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import html
 import re
+from dataclasses import replace
 from functools import lru_cache
 
+from ..options import DEFAULT_DRAW, DEFAULT_VIEW, DrawOptions, ViewOptions
 from ..render.static import static_image
+from ..render.style import get_theme
 from ..view_types import ViewSpec
 from . import registry, state
-from .component import THEMES
 
 PICTURE_ID = "tvd-first-picture"
 # Bigger pictures (about 400 boxes and more) would slow the page they are meant to speed up: it has to parse
@@ -37,23 +39,23 @@ body:has(.js-plotly-plot .main-svg) #{PICTURE_ID} {{display: none;}}
 
 
 @lru_cache(maxsize=64)
-def picture_svg(trace_id: str, spec: ViewSpec, rankdir: str, theme: str, highlight: str | None) -> bytes:
+def picture_svg(trace_id: str, spec: ViewSpec, draw: DrawOptions) -> bytes:
     """The view drawn by Graphviz from the cached layout, as the SVG export draws it (cached per view)."""
     graph = registry.get(trace_id).graph
-    return static_image(graph, state.visible(trace_id, spec), state.layout_of(trace_id, spec, rankdir), "svg",
-                        theme, highlight=highlight)
+    return static_image(graph, state.visible(trace_id, spec), state.layout_of(trace_id, spec, draw.rankdir), "svg",
+                        draw.theme, highlight=draw.highlight)
 
 
-def first_picture_html(trace_id: str, *, depth: int | None = 1, theme: str = "light", rankdir: str = "TB",
-                       fold_repeats: bool = True, show_params: bool = False, height: str = "72vh",
-                       top_px: int = GRAPH_TOP_PX) -> str:
+def first_picture_html(trace_id: str, view: ViewOptions = DEFAULT_VIEW, draw: DrawOptions = DEFAULT_DRAW, *,
+                       height: str = "72vh", top_px: int = GRAPH_TOP_PX) -> str:
     """The overlay (style, picture, model name) for the view a ModelGraph with these options draws first; ""
     when the picture would be too big to be worth sending. ``top_px``: where the ModelGraph's plot starts
     on the page, so the picture sits where the graph will be drawn."""
-    spec, highlight = state.first_view(trace_id, depth, fold_repeats, show_params)
-    svg = picture_svg(trace_id, spec, rankdir, theme, highlight)
+    spec, highlight = state.first_view(trace_id, view)
+    draw = replace(draw, highlight=highlight if draw.highlight is None else draw.highlight)
+    svg = picture_svg(trace_id, spec, draw)
     graph = registry.get(trace_id).graph
-    colours = THEMES.get(theme, THEMES["light"])
+    colours = get_theme(draw.theme).page_style()
     page = f"background: {colours['background']}; color: {colours['color']};"
     # the SVG inline (an <img> of it would wait for an image decode behind Dash's scripts), scaled to fit,
     # without Graphviz's comments and tooltips

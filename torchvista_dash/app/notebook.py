@@ -16,6 +16,7 @@ import webbrowser
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
+from ..options import DEFAULT_DRAW, DEFAULT_VIEW, DrawOptions, ViewOptions, options_to_text, split_options
 from . import registry
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -82,25 +83,24 @@ def server(host: str = "127.0.0.1", port: int | None = None) -> tuple[Background
         return _server, _base_url
 
 
-def url_for(trace: Trace, *, host: str = "127.0.0.1", port: int | None = None, **options: Any) -> str:
-    """The address of ``trace``'s page on the notebook server (``options``: depth, theme, rankdir)."""
+def url_for(trace: Trace, view: ViewOptions = DEFAULT_VIEW, draw: DrawOptions = DEFAULT_DRAW, *,
+            host: str = "127.0.0.1", port: int | None = None) -> str:
+    """The address of ``trace``'s page on the notebook server; the page's query carries the options."""
     _, base = server(host, port)
-    query = {"trace": registry.register(trace)}
-    query.update({k: str(v) for k, v in options.items() if v is not None})
+    query = {"trace": registry.register(trace), **options_to_text(view, draw)}
     return f"{base}?{urlencode(query)}"
 
 
 def show(trace: Trace, mode: str = "inline", *, width: str | int = "100%", height: int = 720,
          host: str = "127.0.0.1", port: int | None = None, **options: Any) -> None:
     """Draw ``trace`` interactively: ``inline`` (an iframe in the output), ``external`` (print the URL) or
-    ``tab`` (open a browser tab). On a failed trace the partial graph is shown, then the model's exception
+    ``tab`` (open a browser tab). ``options``: those of ``ModelGraph`` (depth, theme, rankdir, fold_repeats,
+    show_params, labels, details). On a failed trace the partial graph is shown, then the model's exception
     is re-raised."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
-    bad = set(options) - {"depth", "theme", "rankdir"}
-    if bad:
-        raise TypeError(f"show() got unexpected options {sorted(bad)}; it takes depth, theme and rankdir")
-    url = url_for(trace, host=host, port=port, **options)
+    view, draw = split_options(options, where="show()")
+    url = url_for(trace, view, draw, host=host, port=port)
     if "google.colab" in sys.modules:
         _show_colab(url, mode, width, height)
     elif mode == "inline":

@@ -38,8 +38,3 @@ def get(trace_id: str) -> Trace:
             return _traces[trace_id]
         except KeyError:
             raise UnknownTrace(trace_id) from None
-
-
-def ids() -> list[str]:
-    with _lock:
-        return list(_traces)

@@ -19,6 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 import dash
 from dash import Input, Output, State, dcc, html
 
+from ..options import option_names, options_from_text, split_options
 from ..render import plotlyjs
 from ..traced import Trace
 from . import callbacks, firstpaint, guard, registry
@@ -36,15 +37,9 @@ ASSETS_DIR = _ROOT / "assets"
 
 
 def _query_options(query: dict[str, list[str]], options: dict[str, Any]) -> dict[str, Any]:
-    """``depth``, ``theme`` and ``rankdir`` from the page's query override the app's defaults."""
-    out = dict(options)
-    if "depth" in query:
-        d = query["depth"][0]
-        out["depth"] = None if d.lower() in ("none", "all", "-1") else int(d)
-    for key in ("theme", "rankdir"):
-        if key in query:
-            out[key] = query[key][0]
-    return out
+    """Options named in the page's query (``?depth=all&theme=dark``, any ``ViewOptions``/``DrawOptions``
+    field) override the app's defaults."""
+    return {**options, **options_from_text({k: v[0] for k, v in query.items() if v})}
 
 
 def _page_for(query: dict[str, list[str]], traces: Sequence[Trace], gallery: Gallery | None,
@@ -79,7 +74,6 @@ def _page(query: dict[str, list[str]], traces: Sequence[Trace], gallery: Gallery
     return ModelGraph(trace, id=aio_id, **options)
 
 
-PICTURE_OPTIONS = ("depth", "theme", "rankdir", "fold_repeats", "show_params", "height")
 GALLERY_BAR_PX = 46     # the gallery's model dropdown above the ModelGraph
 
 
@@ -93,8 +87,9 @@ def _first_picture(query: dict[str, list[str]], traces: Sequence[Trace], gallery
             return ""
         tid = registry.register(target[0])
         top = firstpaint.GRAPH_TOP_PX + (GALLERY_BAR_PX if gallery is not None else 0)
-        return firstpaint.first_picture_html(tid, top_px=top,
-                                             **{k: v for k, v in options.items() if k in PICTURE_OPTIONS})
+        names = option_names()
+        view, draw = split_options({k: v for k, v in options.items() if k in names}, where="make_app")
+        return firstpaint.first_picture_html(tid, view, draw, top_px=top, height=options.get("height", "72vh"))
     except Exception:   # the page itself reports what is wrong; the picture is only a head start
         return ""
 

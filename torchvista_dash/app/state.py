@@ -1,7 +1,7 @@
 """The view state a browser holds (a JSON dict in a ``dcc.Store``) and the server-side pipeline it drives.
 
-The store holds only ``{"trace", "expanded", "unfolded", "pinned", "fold", "params", "rankdir", "theme", "ranges",
-"relayout", "highlight"}``; everything derived from it (VisibleGraph, Layout, figure JSON) is a pure function
+The store holds only ``{"trace", "expanded", "unfolded", "pinned", "fold", "params", "ranges", "relayout"}`` and
+the ``DrawOptions`` fields (``rankdir``, ``theme``, ``highlight``, ...); everything derived from it (VisibleGraph, Layout, figure JSON) is a pure function
 of it and is cached here, so two tabs on one graph never interfere and repeated views cost nothing.
 """
 
@@ -10,17 +10,19 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import fields, replace
 from functools import lru_cache
 from typing import Any
 
 from .. import view as view_mod
 from ..layout import layout_view
 from ..layout.types import Box, Layout
+from ..options import DEFAULT_NODE_BUDGET, DEFAULT_VIEW, DrawOptions, ViewOptions
 from ..render import make_figure
 from ..view_types import ViewSpec, VisibleGraph
 from . import registry
 
-NODE_BUDGET = 1500          # beyond this many boxes the view auto-collapses (dot would take seconds)
+NODE_BUDGET = DEFAULT_NODE_BUDGET   # the app's budget (tests lower it); beyond it a view auto-collapses
 PRECOMPUTE_DELAY_S = 0.3   # background precompute waits this long after a view is sent
 MARGIN = 20.0               # layout units around the picture when fitting to screen
 
@@ -39,21 +41,30 @@ def spec_from_store(data: dict[str, Any]) -> ViewSpec:
                     pinned=frozenset(data.get("pinned", ())))
 
 
-def initial_spec(trace_id: str, depth: int | None = 1, fold_repeats: bool = True,
-                 show_params: bool = False) -> ViewSpec:
-    """The first view: ``depth`` levels open, plus the path to the failing op of a failed trace."""
+def draw_to_store(draw: DrawOptions) -> dict[str, Any]:
+    """The drawing options as store keys (one per ``DrawOptions`` field, same name)."""
+    return {f.name: getattr(draw, f.name) for f in fields(draw)}
+
+
+def draw_from_store(data: dict[str, Any], **changes: Any) -> DrawOptions:
+    """The drawing options a store holds, with ``changes`` applied (missing keys: the defaults)."""
+    base = DrawOptions(**{f.name: data[f.name] for f in fields(DrawOptions) if f.name in data})
+    return replace(base, **changes) if changes else base
+
+
+def initial_spec(trace_id: str, view: ViewOptions = DEFAULT_VIEW) -> ViewSpec:
+    """The first view: ``view.depth`` levels open, plus the path to the failing op of a failed trace."""
     graph = registry.get(trace_id).graph
-    spec = view_mod.make_spec(graph, depth=depth, fold_repeats=fold_repeats, show_params=show_params)
+    spec = view_mod.make_spec(graph, depth=view.depth, fold_repeats=view.fold_repeats, show_params=view.show_params)
     if graph.error is not None and graph.error.node is not None and graph.error.node in graph.node_by_id:
         spec = view_mod.expand_to(graph, spec, graph.error.node)
     return spec
 
 
-def first_view(trace_id: str, depth: int | None = 1, fold_repeats: bool = True,
-               show_params: bool = False) -> tuple[ViewSpec, str | None]:
+def first_view(trace_id: str, view: ViewOptions = DEFAULT_VIEW) -> tuple[ViewSpec, str | None]:
     """The spec a ModelGraph draws first (after any budget collapse) and the visible id it highlights (the
     failing op of a failed trace)."""
-    spec = drawn_spec(trace_id, initial_spec(trace_id, depth, fold_repeats, show_params))
+    spec = drawn_spec(trace_id, initial_spec(trace_id, view))
     graph = registry.get(trace_id).graph
     highlight = graph.error.node if graph.error is not None else None
     if highlight is not None:
@@ -78,17 +89,16 @@ def layout_of(trace_id: str, spec: ViewSpec, rankdir: str) -> Layout:
 
 
 @lru_cache(maxsize=128)
-def figure_json(trace_id: str, spec: ViewSpec, rankdir: str, theme: str, highlight: str | None) -> dict[str, Any]:
+def figure_json(trace_id: str, spec: ViewSpec, draw: DrawOptions) -> dict[str, Any]:
     """The figure as plain JSON-able dicts (built once per view; ranges are set per request on a copy)."""
     graph = registry.get(trace_id).graph
     vg = visible(trace_id, spec)
-    fig = make_figure(graph, vg, layout_of(trace_id, spec, rankdir), theme=theme, highlight=highlight)
+    fig = make_figure(graph, vg, layout_of(trace_id, spec, draw.rankdir), **draw.for_render())
     return fig.to_plotly_json()
 
 
-def figure_with_ranges(trace_id: str, spec: ViewSpec, rankdir: str, theme: str, highlight: str | None,
-                       ranges: Ranges) -> dict[str, Any]:
-    base = figure_json(trace_id, spec, rankdir, theme, highlight)
+def figure_with_ranges(trace_id: str, spec: ViewSpec, draw: DrawOptions, ranges: Ranges) -> dict[str, Any]:
+    base = figure_json(trace_id, spec, draw)
     lay = dict(base.get("layout", {}))
     lay["xaxis"] = {**lay.get("xaxis", {}), "range": list(ranges[0]), "autorange": False}
     lay["yaxis"] = {**lay.get("yaxis", {}), "range": list(ranges[1]), "autorange": False}
@@ -98,11 +108,11 @@ def figure_with_ranges(trace_id: str, spec: ViewSpec, rankdir: str, theme: str, 
 
 # ---- precomputing the likely next clicks ---------------------------------------------------
 _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tvd-precompute")
-_pending: set[tuple[str, ViewSpec, str]] = set()
+_pending: set[tuple[str, ViewSpec, DrawOptions, str]] = set()
 _pending_lock = threading.Lock()
 
 
-def precompute_neighbours(trace_id: str, spec: ViewSpec, rankdir: str, theme: str, limit: int = 12) -> None:
+def precompute_neighbours(trace_id: str, spec: ViewSpec, draw: DrawOptions, limit: int = 12) -> None:
     """Lay out, in the background, the views one click away (each collapsed module opened), so a click
     usually finds its layout and figure in the cache."""
     graph = registry.get(trace_id).graph
@@ -110,8 +120,9 @@ def precompute_neighbours(trace_id: str, spec: ViewSpec, rankdir: str, theme: st
     candidates = [n.id for n in vg.nodes if n.kind in ("module", "folded")][:limit]
     # Start after the current answer has gone out: the work holds the GIL while it builds figures.
     _pool.submit(time.sleep, PRECOMPUTE_DELAY_S)
+    draw = replace(draw, highlight=None)   # a click clears the highlight
     for vid in candidates:
-        key = (trace_id, spec, rankdir, vid)
+        key = (trace_id, spec, draw, vid)
         with _pending_lock:
             if key in _pending:
                 continue
@@ -120,7 +131,7 @@ def precompute_neighbours(trace_id: str, spec: ViewSpec, rankdir: str, theme: st
         def work(vid: str = vid) -> None:
             try:
                 nxt = view_mod.toggle(graph, spec, vid)
-                figure_json(trace_id, nxt, rankdir, theme, None)
+                figure_json(trace_id, nxt, draw)
             except Exception:   # a precompute failure must never break the app; the click will report it
                 pass
 

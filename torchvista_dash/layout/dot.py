@@ -53,19 +53,19 @@ class DotNames:
     clusters: dict[str, str]    # DOT subgraph name → cluster id
 
 
-def _quote(text: str) -> str:
+def quote(text: str) -> str:
     """A DOT double-quoted string (pydot only adds the quotes)."""
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-class _Quoted:
-    """A label already quoted by ``_quote``. pydot writes non-str values as they are, so the layout run skips
+class Quoted:
+    """A label already quoted by ``quote``. pydot writes non-str values as they are, so the layout run skips
     pydot's per-character quoting scan (its largest cost on big graphs). ``to_dot`` uses plain strings."""
 
     __slots__ = ("text",)
 
     def __init__(self, text: str) -> None:
-        self.text = _quote(text)
+        self.text = quote(text)
 
     def __str__(self) -> str:
         return self.text
@@ -89,7 +89,7 @@ def build_dot(vg: VisibleGraph, rankdir: str = "TB", *, ids: bool = False) -> tu
     out: boxes are ``fixedsize`` (sized here from their text), so a node's text cannot move anything, and
     unwritten text is neither quoted by pydot nor echoed back in dot's JSON."""
     check_rankdir(rankdir)
-    text = _quote if ids else _Quoted
+    text = quote if ids else Quoted
     # Only what moves something goes into the layout run: every attribute written is echoed back for each
     # object in dot's JSON. Styling (and node fonts: boxes are fixedsize) is for Graphviz's own drawing only.
     # Cluster attributes live on the root graph, which every cluster inherits.
@@ -110,7 +110,7 @@ def build_dot(vg: VisibleGraph, rankdir: str = "TB", *, ids: bool = False) -> tu
         if ids and (c.failed or failed_parent.get(c.parent, False)):   # nested clusters inherit their parent's color
             sub.set("color", "red" if c.failed else "gray50")
         if ids:
-            sub.set("id", _quote(c.id))
+            sub.set("id", quote(c.id))
         subgraphs[c.id] = sub
         cluster_names[sub.get_name()] = c.id
     for c in vg.clusters:   # parents are attached after being filled, so add children first is not needed
@@ -129,8 +129,8 @@ def build_dot(vg: VisibleGraph, rankdir: str = "TB", *, ids: bool = False) -> tu
         if round(h / 72, 4) != two_lines:
             attrs["height"] = round(h / 72, 4)
         if ids:
-            attrs["label"] = _quote(n.label + ("\n" + n.sublabel if n.sublabel else ""))
-            attrs["id"] = _quote(n.id)
+            attrs["label"] = quote(n.label + ("\n" + n.sublabel if n.sublabel else ""))
+            attrs["id"] = quote(n.id)
         if n.kind == "folded":
             attrs["peripheries"] = "2"
         if ids and n.kind in ("input", "output"):

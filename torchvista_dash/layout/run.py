@@ -1,7 +1,9 @@
-"""Running Graphviz ``dot``: found on PATH (or ``$TVD_DOT``), killed when it overruns its time budget.
+"""Running Graphviz programs: found on PATH (or ``$TVD_DOT``), killed when they overrun their time budget.
 
-``DotRun`` starts ``dot`` before its input exists: dot spends its first few milliseconds loading its
-libraries and plugins, and that start-up runs on another core while we are still writing the DOT.
+The one process runner of the package: the layout (``dot -Tjson0``) and the static export (``neato -n2``)
+both start Graphviz here, under the same ``$TVD_DOT_TIMEOUT``. ``DotRun`` starts the program before its input
+exists: Graphviz spends its first few milliseconds loading its libraries and plugins, and that start-up runs
+on another core while we are still writing the DOT.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ try:
 except ImportError:     # Windows
     fcntl = None  # type: ignore[assignment]
 
-DEFAULT_TIMEOUT = float(os.environ.get("TVD_DOT_TIMEOUT", "60"))   # seconds
+DEFAULT_TIMEOUT = 60.0   # seconds, unless $TVD_DOT_TIMEOUT says otherwise (read at each run)
 _READ_SIZE = 1 << 20
 _F_SETPIPE_SZ = 1031     # Linux fcntl: a pipe's buffer size
 _CAN_PUMP = os.name == "posix"   # select() on pipes and non-blocking pipe writes
@@ -39,6 +41,36 @@ class GraphvizError(RuntimeError):
     """``dot`` failed or ran past its time budget (it was killed)."""
 
 
+def timeout_from_env() -> float:
+    """The time budget of one Graphviz run: ``$TVD_DOT_TIMEOUT`` seconds, else ``DEFAULT_TIMEOUT``."""
+    text = os.environ.get("TVD_DOT_TIMEOUT", "").strip()
+    if not text:
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise ValueError(f"$TVD_DOT_TIMEOUT={text!r} is not a positive number of seconds")
+    return value
+
+
+def find_program(program: str = "dot") -> str:
+    """Path of a Graphviz program (``dot``, ``neato``): the one beside ``$TVD_DOT`` when that is set, else
+    on PATH; GraphvizNotFound saying how to install Graphviz otherwise."""
+    if program == "dot":
+        return find_dot()
+    if os.environ.get("TVD_DOT"):
+        beside = os.path.join(os.path.dirname(find_dot()), program + (".exe" if os.name == "nt" else ""))
+        if os.path.isfile(beside) and os.access(beside, os.X_OK):
+            return beside
+    path = shutil.which(program)
+    if path is None:
+        raise GraphvizNotFound(f"Graphviz `{program}` was not found on PATH (static SVG/PNG/PDF export uses it); "
+                               f"export to .html or .json instead, or: {INSTALL_HINT}")
+    return path
+
+
 def find_dot() -> str:
     """Path of the ``dot`` executable, or GraphvizNotFound saying how to install it."""
     explicit = os.environ.get("TVD_DOT")
@@ -54,20 +86,23 @@ def find_dot() -> str:
 
 
 class DotRun:
-    """One ``dot -T<fmt>`` process, started at once and fed its DOT later with ``feed``.
+    """One ``dot -T<fmt>`` process (or another Graphviz ``program`` with extra ``args``), started at once and
+    fed its DOT later with ``feed``.
 
     Use it as a context manager: leaving the block without a successful ``feed`` (the DOT could not be
     built) kills and reaps the process, so no dot is ever left running.
     """
 
-    def __init__(self, fmt: str = "json", timeout: float | None = None) -> None:
-        exe = find_dot()
-        self.timeout = DEFAULT_TIMEOUT if timeout is None else float(timeout)
+    def __init__(self, fmt: str = "json", timeout: float | None = None, *, program: str = "dot",
+                 args: tuple[str, ...] = ()) -> None:
+        exe = find_program(program)
+        self.program = program
+        self.timeout = timeout_from_env() if timeout is None else float(timeout)
         try:
             self._proc: subprocess.Popen[bytes] | None = subprocess.Popen(
-                [exe, f"-T{fmt}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                [exe, *args, f"-T{fmt}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         except OSError:
-            raise GraphvizNotFound(f"Graphviz `dot` at {exe} could not be started. {INSTALL_HINT}") from None
+            raise GraphvizNotFound(f"Graphviz `{program}` at {exe} could not be started. {INSTALL_HINT}") from None
         # big pipes: the DOT goes in with one write, and dot never waits on us while we read its output
         for pipe in (self._proc.stdin, self._proc.stdout):
             if fcntl is not None and pipe is not None:
@@ -97,7 +132,7 @@ class DotRun:
         self._proc = None
         if proc.returncode != 0:
             text = err.decode("utf-8", "replace").strip()
-            raise GraphvizError(f"Graphviz dot failed (exit code {proc.returncode}): {text[:2000]}")
+            raise GraphvizError(f"Graphviz {self.program} failed (exit code {proc.returncode}): {text[:2000]}")
         return out
 
     def _pump(self, proc: subprocess.Popen[bytes], data: bytes,
@@ -154,7 +189,7 @@ class DotRun:
     def _overran(self) -> NoReturn:
         self.close()
         raise GraphvizError(
-            f"Graphviz dot ran past its time budget of {self.timeout:g} s and was stopped. Collapse some "
+            f"Graphviz {self.program} ran past its time budget of {self.timeout:g} s and was stopped. Collapse some "
             f"modules, lower the node budget, or raise the timeout (layout_view(..., timeout=...) or "
             f"$TVD_DOT_TIMEOUT).") from None
 
@@ -179,11 +214,12 @@ class DotRun:
         self.close()
 
 
-def run_dot(source: str | bytes, fmt: str = "json", timeout: float | None = None) -> bytes:
-    """Run ``dot -T<fmt>`` on DOT ``source`` and return its output.
+def run_dot(source: str | bytes, fmt: str = "json", timeout: float | None = None, *, program: str = "dot",
+            args: tuple[str, ...] = ()) -> bytes:
+    """Run ``dot -T<fmt>`` (or ``program`` with ``args``) on DOT ``source`` and return its output.
 
-    Past ``timeout`` seconds (default ``DEFAULT_TIMEOUT``) the process is killed and GraphvizError raised,
-    so a huge graph never hangs the caller.
+    Past ``timeout`` seconds (default ``$TVD_DOT_TIMEOUT``, else ``DEFAULT_TIMEOUT``) the process is killed and
+    GraphvizError raised, so a huge graph never hangs the caller.
     """
-    with DotRun(fmt, timeout) as run:
+    with DotRun(fmt, timeout, program=program, args=args) as run:
         return run.feed(source)

@@ -29,19 +29,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import plotly.graph_objects as go
 
 from ..graph import Graph
 from ..layout.types import Box, Layout
-from ..view_types import VisibleGraph
+from ..view_types import VisibleGraph, VisibleNode
 from . import shapes
 from .hover import HoverIndex, esc
-from .style import CLOSE_MARK, OPEN_MARK, SHAPES, Theme, get_theme, kind_style
-
-try:    # optional: numpy makes path traces compact typed arrays; without it they are plain lists
-    import numpy as np
-except ImportError:  # pragma: no cover - numpy is present wherever torch or transformers are
-    np = None  # type: ignore[assignment]
+from .style import CLOSE_MARK, SHAPES, Theme, get_theme, kind_style, node_text
 
 # Constant uirevision: Dash keeps the user's zoom across figure updates while it stays the same.
 # The app sets ``fig.layout.uirevision`` to something else when it wants the new ranges applied.
@@ -115,9 +111,7 @@ def _cluster_depths(vg: VisibleGraph) -> dict[str, int]:
 def _arr(values: list) -> Any:
     """Path coordinates as float32 (``None`` → NaN, a gap): plotly sends numpy arrays as compact base64 typed
     arrays and skips validating them element by element. Point traces (labels, headers, toggles) keep plain
-    lists, so ``gd.data[i].x[k]`` in the browser is the point's coordinate. Without numpy: the list itself."""
-    if np is None:
-        return values
+    lists, so ``gd.data[i].x[k]`` in the browser is the point's coordinate."""
     return np.array(values, dtype=np.float32)
 
 
@@ -135,12 +129,8 @@ def _path_trace(name: str, xs: list, ys: list, *, fill: str | None, line: str, w
     return t
 
 
-def _node_label(vn: Any, sub_px: float, details: bool) -> str:
-    label = esc(vn.label)
-    if vn.kind == "folded" and vn.count > 1 and f"×{vn.count}" not in vn.label:
-        label += f" ×{vn.count}"
-    if vn.kind in ("module", "folded"):
-        label = f"{OPEN_MARK} {label}"
+def _node_label(vn: VisibleNode, sub_px: float, details: bool) -> str:
+    label = esc(node_text(vn))
     if vn.sublabel and details:
         label += f"<br><span style=\"font-size:{sub_px}px\">{esc(vn.sublabel)}</span>"
     return label

@@ -10,7 +10,7 @@ import html
 import textwrap
 from collections.abc import Iterable
 
-from ..graph import Graph, ModuleCall, Node, TensorMeta
+from ..graph import Graph, ModuleCall, Node, TensorMeta, meta_text, numel
 from ..view_types import Cluster, VisibleEdge, VisibleGraph, VisibleNode
 
 MAX_LINE = 90
@@ -32,28 +32,11 @@ def wrap(text: str, width: int = MAX_LINE, limit: int = MAX_ERROR_CHARS) -> str:
     return "<br>".join(esc(line) for line in lines)
 
 
-def shape_text(shape: Iterable[int]) -> str:
-    """``(1, 8, 64)`` → ``1×8×64``; a 0-d tensor is ``scalar``."""
-    dims = [str(int(s)) for s in shape]
-    return "×".join(dims) if dims else "scalar"
-
-
-def meta_text(m: TensorMeta) -> str:
-    return f"{shape_text(m.shape)} {m.dtype}"
-
-
 def _metas(metas: Iterable[TensorMeta], limit: int = 4) -> str:
     items = [meta_text(m) for m in metas]
     if len(items) > limit:
         items = items[:limit] + [f"… (+{len(items) - limit})"]
     return esc(", ".join(items)) if items else "—"
-
-
-def _numel(shape: Iterable[int]) -> int:
-    n = 1
-    for s in shape:
-        n *= int(s)
-    return n
 
 
 class HoverIndex:
@@ -73,7 +56,7 @@ class HoverIndex:
         for c in graph.module_calls:
             for p in c.params:
                 full = f"{c.qualname}.{p.name}" if c.qualname else p.name
-                self.param_numel[full] = _numel(p.shape)
+                self.param_numel[full] = numel(p.shape)
 
     # ---- module calls ------------------------------------------------------------------
     def _call_lines(self, call: ModuleCall) -> list[str]:

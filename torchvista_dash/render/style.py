@@ -1,17 +1,21 @@
-"""Colours and shapes per node kind and theme, shared by the plotly figure and the Graphviz export.
+"""Colours, shapes and label text per node kind and theme, shared by the plotly figure, the Graphviz export
+and the app's page.
 
-One table so the interactive figure and the static SVG/PNG/PDF look the same.
+One table so the interactive figure, the static SVG/PNG/PDF and the page around them look the same.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-THEMES: tuple[str, ...] = ("light", "dark")
-TEMPLATES: dict[str, str] = {"light": "plotly_white", "dark": "plotly_dark"}
+from ..options import THEMES, ThemeName
+from ..view_types import VisibleKind, VisibleNode
+
+__all__ = ["CLOSE_MARK", "OPEN_MARK", "SHAPES", "THEMES", "KindStyle", "Theme", "get_theme", "kind_style",
+           "node_text"]
 
 # Node shape per visible kind (geometry lives in shapes.py; the Graphviz names in static.py).
-SHAPES: dict[str, str] = {
+SHAPES: dict[VisibleKind, str] = {
     "op": "rounded",
     "module": "rect",
     "folded": "double",
@@ -33,12 +37,22 @@ class KindStyle:
     text: str
 
 
+def node_text(vn: VisibleNode) -> str:
+    """A box's main line as drawn, plain text: ⊕ on what a click opens, the count of a folded run."""
+    label = vn.label
+    if vn.kind == "folded" and vn.count > 1 and f"×{vn.count}" not in label:
+        label += f" ×{vn.count}"
+    if vn.kind in ("module", "folded"):
+        label = f"{OPEN_MARK} {label}"
+    return label
+
+
 @dataclass(frozen=True)
 class Theme:
-    name: str
+    name: ThemeName
     template: str
-    paper: str
-    font: str             # default text colour (headers, edge labels)
+    paper: str            # the figure's background and the page's around it
+    font: str             # default text colour (headers, edge labels; the page's text)
     muted: str            # edge labels, secondary text
     edge: str
     cluster_fill: str     # translucent: nested clusters darken as they stack
@@ -47,6 +61,10 @@ class Theme:
     highlight: str
     kinds: dict[str, KindStyle]
     failed: KindStyle
+
+    def page_style(self) -> dict[str, str]:
+        """CSS colours of the page around the figure: the same background and text as the figure."""
+        return {"background": self.paper, "color": self.font}
 
 
 _LIGHT = Theme(
@@ -81,7 +99,8 @@ _DARK = Theme(
     failed=KindStyle("#5a1616", "#ff5c5c", "#ffe3e3"),
 )
 
-_THEMES = {"light": _LIGHT, "dark": _DARK}
+_THEMES: dict[str, Theme] = {"light": _LIGHT, "dark": _DARK}
+assert tuple(_THEMES) == THEMES
 
 
 def get_theme(theme: str) -> Theme:

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from ..graph import TensorMeta
+from ..graph import meta_text as graph_meta_text
 
 MAX_REPR = 80
 # Ops that change their first argument in place and return None.
@@ -87,8 +88,8 @@ def _plain(a: Any) -> str:
 
 
 def meta_text(m: TensorMeta) -> str:
-    """``Tensor[1x32 float32]``: how a tensor argument reads in an op's details."""
-    return f"Tensor[{'x'.join(str(s) for s in m.shape) or 'scalar'} {m.dtype}]"
+    """``Tensor[1×32 float32]``: how a tensor argument reads in an op's details."""
+    return f"Tensor[{graph_meta_text(m)}]"
 
 
 def source_path(filename: str) -> str:
