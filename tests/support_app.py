@@ -49,7 +49,7 @@ _GD = """(domId) => {
 
 def wait_drawn(page: Any, aio_id: str) -> None:
     page.wait_for_function(f"(d) => {{ const gd = ({_GD})(d); return gd && gd._fullData && gd._fullData.length > 0 "
-                           "&& gd.querySelector('.scatterlayer .trace'); }",
+                           "&& gd.querySelector('.imagelayer image') && gd.querySelector('.barlayer .trace'); }",
                            arg=graph_dom_id(aio_id), timeout=TIMEOUT_MS)
 
 
@@ -60,7 +60,7 @@ def ids_drawn(page: Any, aio_id: str, trace_name: str) -> list[str]:
 
 
 def screen_xy(page: Any, aio_id: str, vid: str, trace_names: tuple[str, ...] = ("nodes:labels",)) -> tuple[float, float]:
-    """Page coordinates of the point carrying ``vid`` in one of ``trace_names``."""
+    """Page coordinates of the point carrying ``vid`` in one of ``trace_names`` (a bar's: its centre)."""
     xy = page.evaluate(f"""(a) => {{
       const gd = ({_GD})(a[0]);
       for (const t of gd.data) {{
@@ -68,7 +68,8 @@ def screen_xy(page: Any, aio_id: str, vid: str, trace_names: tuple[str, ...] = (
         const i = Array.from(t.customdata).indexOf(a[1]);
         if (i < 0) continue;
         const fl = gd._fullLayout, r = gd.getBoundingClientRect();
-        return [r.left + fl._size.l + fl.xaxis.l2p(t.x[i]), r.top + fl._size.t + fl.yaxis.l2p(t.y[i])];
+        const y = t.base ? t.base[i] + t.y[i] / 2 : t.y[i];     // a bar (a box's click target): its centre
+        return [r.left + fl._size.l + fl.xaxis.l2p(t.x[i]), r.top + fl._size.t + fl.yaxis.l2p(y)];
       }}
       return null;
     }}""", [graph_dom_id(aio_id), vid, list(trace_names)])

@@ -104,8 +104,8 @@ class DrawOptions:
     theme: ThemeName = "light"
     rankdir: Rankdir = "TB"
     highlight: str | None = None      # a visible id outlined (a search hit)
-    labels: bool | None = None        # text labels at first (None: unless too zoomed out to read)
-    details: bool | None = None       # sublabels and edge labels (None: up to render's DETAIL_LIMIT boxes)
+    labels: bool | None = None        # text labels (None/True: drawn as the zoom allows; False: none)
+    details: bool | None = None       # shape lines and edge labels (None/True: as the zoom allows; False: none)
 
     def __post_init__(self) -> None:
         _choice("theme", self.theme, THEMES)

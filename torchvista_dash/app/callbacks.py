@@ -8,7 +8,7 @@ next to a user's dashboard) needs them, so creating a ModelGraph is all the setu
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import dash
@@ -19,7 +19,7 @@ from .. import view as view_mod
 from ..options import depth_from_text
 from ..render.style import get_theme
 from ..view_types import ViewSpec
-from . import registry, state
+from . import registry, state, zoom
 from .details import details, error_text
 from .ids import ids
 
@@ -44,12 +44,32 @@ def root_style(theme: str) -> dict[str, str]:
     return {**get_theme(theme).page_style(), "padding": "8px", "fontFamily": "system-ui, sans-serif"}
 
 
+@dataclass(frozen=True)
+class NextView:
+    """The view after one user action. ``zoom_back``: the zoom to return to when the module that an open click
+    zoomed out for is closed again without the user moving meanwhile (``{"id", "before", "after"}``)."""
+
+    spec: ViewSpec
+    rankdir: str
+    theme: str
+    highlight: str | None
+    ranges: state.Ranges
+    zoom_back: dict[str, Any] | None = None
+
+
 def next_view(trigger: str, value: Any, data: dict[str, Any], relayout: dict[str, Any] | None
               ) -> tuple[ViewSpec, str, str, str | None, state.Ranges] | None:
     """The view after one user action: (spec, rankdir, theme, highlight, ranges); None if nothing changes.
 
     A pure function of the browser's state, so it is tested without a browser.
     """
+    nv = step(trigger, value, data, relayout)
+    return None if nv is None else (nv.spec, nv.rankdir, nv.theme, nv.highlight, nv.ranges)
+
+
+def step(trigger: str | None, value: Any, data: dict[str, Any], relayout: dict[str, Any] | None,
+         click: dict[str, Any] | None = None) -> NextView | None:
+    """``next_view`` with the zoom memory; ``click`` (plotly's clickData) tells the plot's scale."""
     tid = data["trace"]
     graph = registry.get(tid).graph
     spec = state.spec_from_store(data)
@@ -59,7 +79,7 @@ def next_view(trigger: str, value: Any, data: dict[str, Any], relayout: dict[str
     fresh = relayout != data.get("relayout") and not state.is_echo(relayout, sent)
     seen = relayout if fresh else None     # a stale event, or plotly echoing our own ranges, is not a zoom
     ranges = state.ranges_from_relayout(seen, data["ranges"], state.full_ranges(old_layout))
-    new_spec, fit = spec, False
+    new_spec, fit, zoom_back = spec, False, None
     if trigger == "graph":
         vid = value
         vg = state.visible(tid, spec)
@@ -70,12 +90,25 @@ def next_view(trigger: str, value: Any, data: dict[str, Any], relayout: dict[str
         new_spec = view_mod.toggle(graph, spec, vid)
         new_layout = state.layout_of(tid, new_spec, rankdir)
         before = state.anchor_of(old_layout, vid)
+        opened = vid if vid in new_layout.clusters else None
         after = state.anchor_of(new_layout, vid)
         if after is None and vid in boxes and boxes[vid].members:   # an unfolded group: its first call
+            opened = boxes[vid].members[0] if boxes[vid].members[0] in new_layout.clusters else None
             after = state.anchor_of(new_layout, boxes[vid].members[0])
-        if before is not None and after is not None:
+        back = data.get("zoom_back") or {}
+        if vid in clusters and back.get("id") == vid and not fresh and zoom.same_ranges(back.get("after"), ranges):
+            ranges = back["before"]                        # closed where it was opened: the user's own zoom
+        elif before is not None and after is not None:
+            seen_ranges = ranges
             ranges = state.shift(ranges, after[0] - before[0], after[1] - before[1])
-            ranges = state.keep_inside(ranges, after)
+            if opened is not None:
+                scale = zoom.clicked_scale(click, old_layout.nodes.get(vid))
+                ranges, k = zoom.fit_opened(ranges, after, new_layout.clusters[opened], scale)
+                ranges = state.keep_inside(ranges, after)
+                if k > 1.0:
+                    zoom_back = {"id": opened, "before": seen_ranges, "after": ranges}
+            else:
+                ranges = state.keep_inside(ranges, after)
         highlight = None
     elif trigger in ("expand_all", "collapse_all", "depth"):
         if trigger == "depth" and value == view_mod.CUSTOM:
@@ -106,7 +139,7 @@ def next_view(trigger: str, value: Any, data: dict[str, Any], relayout: dict[str
         return None
     if fit:
         ranges = state.full_ranges(state.layout_of(tid, new_spec, rankdir))
-    return new_spec, rankdir, theme, highlight, ranges
+    return NextView(new_spec, rankdir, theme, highlight, ranges, zoom_back)
 
 
 def with_controls(data: dict[str, Any], options: list[str] | None, direction: str | None,
@@ -124,19 +157,23 @@ def with_controls(data: dict[str, Any], options: list[str] | None, direction: st
 
 
 def _apply(trigger: str | None, value: Any, data: dict[str, Any], relayout: dict[str, Any] | None,
-           current: dict[str, Any] | None = None, shown_depth: Any = None) -> tuple:
+           current: dict[str, Any] | None = None, shown_depth: Any = None,
+           click: dict[str, Any] | None = None) -> tuple:
     """The five outputs of ``update_view`` for one action; ``data`` is the store as the browser last drew it,
-    ``current`` the same with the toolbar's current values, ``shown_depth`` the depth control's value."""
-    result = next_view(trigger, value, current if current is not None else data, relayout)
+    ``current`` the same with the toolbar's current values, ``shown_depth`` the depth control's value,
+    ``click`` the clickData of a click (its box's drawn size tells the plot's scale)."""
+    result = step(trigger, value, current if current is not None else data, relayout, click)
     if result is None:
         return no_update, no_update, no_update, no_update, no_update
-    spec, rankdir, theme, highlight, ranges = result
+    spec, rankdir, theme, highlight, ranges = (result.spec, result.rankdir, result.theme, result.highlight,
+                                               result.ranges)
     tid = data["trace"]
     spec = state.drawn_spec(tid, spec)
     old_draw = state.draw_from_store(data)
     draw = state.draw_from_store(data, rankdir=rankdir, theme=theme, highlight=highlight)
     new_data = {**data, **state.spec_to_store(spec), **state.draw_to_store(draw), "ranges": ranges,
-                "relayout": relayout, "sent": ([ranges] + list(data.get("sent") or [data["ranges"]]))[:4]}
+                "relayout": relayout, "zoom_back": result.zoom_back,
+                "sent": ([ranges] + list(data.get("sent") or [data["ranges"]]))[:4]}
     old_spec = state.spec_from_store(data)
     if (spec, draw) == (old_spec, old_draw):
         fig: Any = Patch()                  # only the ranges move: send two numbers, not the figure
@@ -191,7 +228,8 @@ def _define() -> None:
         value = {"graph": clicked_id(click), "depth": depth, "options": options, "direction": direction,
                  "theme": theme, "search": search}.get(trigger)
         try:
-            return _apply(trigger, value, data, relayout, with_controls(data, options, direction, theme), depth)
+            return _apply(trigger, value, data, relayout, with_controls(data, options, direction, theme), depth,
+                          click if trigger == "graph" else None)
         except Exception as exc:   # shown in the page, not lost in a server log
             return (no_update, no_update, error_text(f"{type(exc).__name__}: {exc}", className="tvd-app-error"),
                     no_update, no_update)

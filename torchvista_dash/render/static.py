@@ -21,7 +21,9 @@ from ..layout.run import run_dot
 from ..layout.types import Box, Layout, Point
 from ..view_types import VisibleGraph, VisibleKind
 from . import shapes
-from .figure import HEADER_OFFSET, TOGGLE_INSET, _bounds, _check
+from .figure import _bounds, _check
+from .picture import HEADER_BASE as HEADER_OFFSET
+from .picture import HEADER_INSET as TOGGLE_INSET
 from .style import CLOSE_MARK, Theme, get_theme, kind_style, node_text
 
 STATIC_FORMATS: tuple[str, ...] = ("svg", "png", "pdf")

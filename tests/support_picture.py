@@ -1,0 +1,86 @@
+"""Reading what the picture draws, in the browser: its labels' on-screen boxes at the current zoom.
+
+The figure's text lives in an SVG drawn as a plotly layout image, where the DOM cannot reach it. ``drawn_labels``
+loads that same SVG document into a same-origin frame exactly the size the image is drawn at (so its level-of-
+detail media queries see the same viewport) and reads every drawn text element's box, in page coordinates.
+Same browser, same document, same size: the geometry is what the image shows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from support_app import _GD, graph_dom_id
+
+_LABELS = f"""async (domId) => {{
+  const gd = ({_GD})(domId);
+  const img = gd.querySelector('.imagelayer image');
+  const r = img.getBoundingClientRect();
+  const href = img.getAttribute('href') || img.getAttribute('xlink:href');
+  const bytes = Uint8Array.from(atob(href.split(',')[1]), c => c.charCodeAt(0));
+  const svg = new TextDecoder().decode(bytes);
+  let f = document.getElementById('tvd-test-replica');
+  if (!f) {{
+    f = document.createElement('iframe'); f.id = 'tvd-test-replica';
+    f.style.cssText = 'position:absolute;left:0;top:0;border:0;visibility:hidden;pointer-events:none';
+    document.body.appendChild(f);
+  }}
+  f.style.width = r.width + 'px'; f.style.height = r.height + 'px';
+  const loaded = new Promise(ok => {{ f.onload = ok; }});
+  f.srcdoc = '<html><body style="margin:0;overflow:hidden">'
+    + svg.replace('<svg ', '<svg style="display:block;width:100%;height:100%" ') + '</body></html>';
+  await loaded;
+  const doc = f.contentDocument;
+  const vb = doc.querySelector('svg').viewBox.baseVal;
+  const out = [];
+  for (const t of doc.querySelectorAll('text')) {{
+    if (doc.defaultView.getComputedStyle(t).display === 'none') continue;
+    const b = t.getBoundingClientRect();
+    if (b.width === 0 && b.height === 0) continue;
+    out.push({{text: t.textContent, cls: t.getAttribute('class') || '',
+              x0: b.left + r.left, x1: b.right + r.left, y0: b.top + r.top, y1: b.bottom + r.top,
+              size: parseFloat(doc.defaultView.getComputedStyle(t).fontSize) * r.width / vb.width}});
+  }}
+  const pr = gd.querySelector('.nsewdrag').getBoundingClientRect();
+  return {{labels: out, scale: r.width / vb.width,
+           plot: {{x0: pr.left, x1: pr.right, y0: pr.top, y1: pr.bottom}}}};
+}}"""
+
+_BOXES = f"""(a) => {{
+  const gd = ({_GD})(a[0]); const fl = gd._fullLayout, r = gd.getBoundingClientRect();
+  const t = gd.data.find(t => t.name === a[1]); if (!t) return [];
+  const X = v => r.left + fl._size.l + fl.xaxis.l2p(v), Y = v => r.top + fl._size.t + fl.yaxis.l2p(v);
+  return Array.from(t.customdata).map((id, i) => ({{id,
+    x0: X(t.x[i] - t.width[i] / 2), x1: X(t.x[i] + t.width[i] / 2), y0: Y(t.base[i] + t.y[i]), y1: Y(t.base[i])}}));
+}}"""
+
+
+def drawn_labels(page: Any, aio_id: str) -> dict[str, Any]:
+    """``{"labels": [{text, cls, x0, x1, y0, y1, size}], "scale": px per point, "plot": the plot area}``: every
+    label the picture draws at the current zoom, boxes in page pixels, ``size`` the drawn font size in px."""
+    return page.evaluate(_LABELS, graph_dom_id(aio_id))
+
+
+def target_boxes(page: Any, aio_id: str, trace_name: str = "nodes:labels") -> list[dict[str, Any]]:
+    """The click targets (box or header row) of one trace, in page pixels: ``[{id, x0, x1, y0, y1}]``."""
+    return page.evaluate(_BOXES, [graph_dom_id(aio_id), trace_name])
+
+
+def in_plot(item: dict[str, Any], plot: dict[str, Any]) -> bool:
+    return item["x0"] >= plot["x0"] and item["x1"] <= plot["x1"] and item["y0"] >= plot["y0"] and item["y1"] <= plot["y1"]
+
+
+def overlaps(a: dict[str, Any], b: dict[str, Any], tol: float = 0.5) -> bool:
+    return a["x0"] < b["x1"] - tol and b["x0"] < a["x1"] - tol and a["y0"] < b["y1"] - tol and b["y0"] < a["y1"] - tol
+
+
+def overlapping_pairs(items: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Pairs of boxes that overlap (sweep over x, so thousands of labels stay cheap)."""
+    items = sorted(items, key=lambda i: i["x0"])
+    out: list[tuple[str, str]] = []
+    active: list[dict[str, Any]] = []
+    for it in items:
+        active = [a for a in active if a["x1"] > it["x0"]]
+        out.extend((a["text"], it["text"]) for a in active if overlaps(a, it))
+        active.append(it)
+    return out

@@ -1,0 +1,226 @@
+"""A laid-out view as one SVG document whose text follows the zoom: the picture under the figure's hit layer.
+
+Plotly sizes text in pixels, so text drawn by plotly cannot grow with the boxes when the user zooms. A plotly
+layout image in data coordinates does: the figure places this SVG over the ``Layout``'s own coordinates (points),
+so the browser scales boxes, edges and text together, with no server round trip and no JavaScript.
+
+Level of detail lives inside the SVG as CSS media queries. An SVG drawn as an image has its own viewport, the size
+the image is drawn at, so ``@media (max-width: …)`` there reads the current zoom: below a scale (pixels per point)
+the shape lines and edge labels go, then op names, then module names and headers, as maps do. Above a scale the
+text stops growing (``MAX_TEXT_PX``). Every label is shortened with "…" to fit its box at the layout's own font
+estimate (``layout.dot.text_width``), so no label spills out of its box or over a neighbour at any zoom.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Sequence
+
+from ..layout.types import Box, Layout, Point
+from ..view_types import VisibleGraph
+from . import shapes
+from .style import CLOSE_MARK, SHAPES, Theme, kind_style, node_text
+
+FONT_FAMILY = "Helvetica, Arial, 'Liberation Sans', 'DejaVu Sans', sans-serif"
+LABEL_PT = 11.0        # the layout sizes boxes for labels at this size (layout/dot.py FONT_SIZE)
+SUB_PT = 9.0
+HEADER_PT = 10.0       # the layout reserves cluster headers for this size
+EDGE_PT = 8.0
+CHAR_EM = 0.62         # glyph width estimate (em) used to shorten text; the layout sizes boxes at 0.6 em
+TEXT_PAD = 4.0         # points kept free on each side of a label inside its box
+HEADER_INSET = 6.0     # header text: points right of the cluster's left edge
+HEADER_BASE = 13.0     # header baseline: points below the cluster's top edge
+CLUSTER_RADIUS = 8.0
+
+# Level of detail: the smallest scale (px per point) at which each class of text is drawn.
+LOD_SCALE: dict[str, float] = {"s": 0.75, "o": 0.5, "m": 0.32}   # shape lines + edge labels, op names, modules
+MAX_TEXT_PX = 22.0     # a main label stops growing at about this many pixels
+_TEXT_BANDS = (2.0, 2.8, 4.0, 5.6, 8.0, 11.0, 16.0, 22.0, 32.0)
+
+
+def _n(v: float) -> str:
+    s = f"{v:.1f}"
+    return s[:-2] if s.endswith(".0") else s
+
+
+def fit_text(text: str, width_pt: float, size_pt: float) -> str:
+    """``text`` shortened with "…" so that it fits ``width_pt`` at ``size_pt`` (the layout's glyph estimate)."""
+    room = int(max(width_pt, 0.0) / (size_pt * CHAR_EM))
+    if len(text) <= room:
+        return text
+    if room <= 1:
+        return ""
+    return text[: room - 1].rstrip() + "…"
+
+
+def header_text(label: str, box: Box) -> str:
+    """A cluster header as drawn: the ⊖ toggle mark and the label, shortened to the cluster's width."""
+    return fit_text(f"{CLOSE_MARK} {label}", box[2] - box[0] - 2 * HEADER_INSET, HEADER_PT)
+
+
+def extent(layout: Layout, pad: float) -> Box:
+    """The drawing's bounds (boxes, clusters, edges) plus ``pad`` points on each side."""
+    boxes = list(layout.nodes.values()) + list(layout.clusters.values())
+    xs = [b[0] for b in boxes] + [b[2] for b in boxes]
+    ys = [b[1] for b in boxes] + [b[3] for b in boxes]
+    for e in layout.edges:
+        xs.extend(p[0] for p in e.points)
+        ys.extend(p[1] for p in e.points)
+    if not xs:
+        return (-pad, -pad, max(layout.width, 1.0) + pad, max(layout.height, 1.0) + pad)
+    return (min(xs) - pad, min(ys) - pad, max(xs) + pad, max(ys) + pad)
+
+
+class _Canvas:
+    """Points (y up) → SVG user units (y down, origin at the extent's top left)."""
+
+    def __init__(self, ext: Box) -> None:
+        self.left, self.top = ext[0], ext[3]
+        self.width, self.height = ext[2] - ext[0], ext[3] - ext[1]
+
+    def x(self, v: float) -> str:
+        return _n(v - self.left)
+
+    def y(self, v: float) -> str:
+        return _n(self.top - v)
+
+    def path(self, pts: Sequence[Point], close: bool) -> str:
+        if not pts:
+            return ""
+        d = "M" + " L".join(f"{self.x(x)} {self.y(y)}" for x, y in pts)
+        return d + ("Z" if close else "")
+
+
+def _css(th: Theme, width: float, kinds: set[tuple[str, bool]]) -> str:
+    rules = [
+        f"text{{font-family:{FONT_FAMILY};text-anchor:middle;dominant-baseline:central}}",
+        f".t{{font-size:{_n(LABEL_PT)}px}}.s{{font-size:{_n(SUB_PT)}px}}",
+        f".h{{font-size:{_n(HEADER_PT)}px;font-weight:bold;text-anchor:start;dominant-baseline:auto;fill:{th.font}}}",
+        f".hf{{fill:{th.failed_line}}}",
+        f".el{{font-size:{_n(EDGE_PT)}px;fill:{th.muted}}}",
+        f".h,.el{{paint-order:stroke;stroke:{th.paper};stroke-width:3px;stroke-linejoin:round}}",
+        f".c{{fill:{th.cluster_fill};stroke:{th.cluster_line};stroke-width:1px}}",
+        f".cf{{fill:none;stroke:{th.failed_line};stroke-width:2px}}",
+        f".e{{fill:none;stroke:{th.edge};stroke-width:1.2px}}.ep{{stroke-dasharray:2 3}}",
+        f".a{{fill:{th.edge};stroke:none}}",
+        "rect,path,polygon{vector-effect:non-scaling-stroke}",
+    ]
+    for kind, failed in sorted(kinds):
+        ks = kind_style(th, kind, failed)
+        width_px = 1.8 if kind in ("module", "folded") or failed else 1.0
+        k = _kind_class(kind, failed)
+        rules.append(f".{k}{{fill:{ks.fill};stroke:{ks.line};stroke-width:{width_px}px}}"
+                     f".{k}i{{fill:none;stroke:{ks.line};stroke-width:1px}}.{k}t{{fill:{ks.text}}}")
+    # level of detail: the viewport of an SVG drawn as an image is the size it is drawn at, so its width
+    # divided by the picture's width in points is the current scale
+    hide = {"s": ".s,.el", "o": ".o", "m": ".m,.h"}
+    for key, scale in LOD_SCALE.items():
+        rules.append(f"@media (max-width:{_n(width * scale)}px){{{hide[key]}{{display:none}}}}")
+    top = MAX_TEXT_PX / LABEL_PT
+    for lo in _TEXT_BANDS:
+        if lo < top:
+            continue
+        f = top / lo     # text at most MAX_TEXT_PX at the band's low end, a little more up to the next band
+        rules.append(f"@media (min-width:{_n(width * lo)}px){{.t{{font-size:{_n(LABEL_PT * f)}px}}"
+                     f".s{{font-size:{_n(SUB_PT * f)}px}}.h{{font-size:{_n(HEADER_PT * f)}px}}"
+                     f".el{{font-size:{_n(EDGE_PT * f)}px}}}}")
+    return "".join(rules)
+
+
+def _kind_class(kind: str, failed: bool) -> str:
+    return "k" + "".join(ch for ch in kind if ch.isalnum()) + ("f" if failed else "")
+
+
+def _shape(cv: _Canvas, shape: str, box: Box, cls: str) -> str:
+    x0, y0, x1, y1 = box
+    w, h = x1 - x0, y1 - y0
+    geo = f'x="{cv.x(x0)}" y="{cv.y(y1)}" width="{_n(w)}" height="{_n(h)}"'
+    if shape == "rounded":
+        return f'<rect {geo} rx="{_n(min(6.0, w / 4, h / 4))}" class="{cls}"/>'
+    if shape == "pill":
+        return f'<rect {geo} rx="{_n(h / 2)}" class="{cls}"/>'
+    if shape in ("hexagon", "octagon"):
+        return f'<path d="{cv.path(shapes.outline(shape, box), True)}" class="{cls}"/>'
+    return f'<rect {geo} class="{cls}"/>'
+
+
+def picture_svg(vg: VisibleGraph, layout: Layout, th: Theme, ext: Box, *, labels: bool = True,
+                details: bool = True) -> str:
+    """The view as an SVG document covering ``ext`` (points): clusters, edges, boxes, labels, headers.
+
+    ``labels=False`` draws no text at all; ``details=False`` no shape lines or edge labels. Either way the level
+    of detail then follows the zoom as the module docstring says."""
+    cv = _Canvas(ext)
+    e = html.escape
+    depth: dict[str, int] = {}
+    for cl in vg.clusters:
+        d, cur = 0, layout.parent.get(cl.id)
+        while cur is not None and d < 64:
+            d, cur = d + 1, layout.parent.get(cur)
+        depth[cl.id] = d
+    body: list[str] = []
+    heads: list[str] = []
+    for cl in sorted(vg.clusters, key=lambda c: depth[c.id]):
+        box = layout.clusters[cl.id]
+        x0, y0, x1, y1 = box
+        geo = f'x="{cv.x(x0)}" y="{cv.y(y1)}" width="{_n(x1 - x0)}" height="{_n(y1 - y0)}" rx="{_n(CLUSTER_RADIUS)}"'
+        body.append(f'<rect {geo} class="c"/>')
+        if cl.failed:
+            body.append(f'<rect {geo} class="cf"/>')
+        if labels:
+            text = header_text(cl.label, box)
+            if text:
+                heads.append(f'<text x="{cv.x(x0 + HEADER_INSET)}" y="{cv.y(y1 - HEADER_BASE)}" '
+                             f'class="h{" hf" if cl.failed else ""}">{e(text)}</text>')
+    kind_of = {n.id: n.kind for n in vg.nodes}
+    plain: list[str] = []
+    params: list[str] = []
+    heads_d: list[str] = []
+    edge_labels: list[str] = []
+    for ed in layout.edges:
+        (params if kind_of.get(ed.src) in ("parameter", "constant") else plain).append(cv.path(ed.points, False))
+        head = shapes.arrowhead(ed.points)
+        if head:
+            heads_d.append(cv.path(head, True))
+        if labels and details and ed.label and ed.label_pos is not None:
+            edge_labels.append(f'<text x="{cv.x(ed.label_pos[0])}" y="{cv.y(ed.label_pos[1])}" '
+                               f'class="el">{e(ed.label)}</text>')
+    if plain:
+        body.append(f'<path d="{"".join(plain)}" class="e"/>')
+    if params:
+        body.append(f'<path d="{"".join(params)}" class="e ep"/>')
+    if heads_d:
+        body.append(f'<path d="{"".join(heads_d)}" class="a"/>')
+    kinds: set[tuple[str, bool]] = set()
+    texts: list[str] = []
+    for vn in vg.nodes:
+        box = layout.nodes[vn.id]
+        kinds.add((vn.kind, vn.failed))
+        k = _kind_class(vn.kind, vn.failed)
+        shape = SHAPES.get(vn.kind, "rect")
+        body.append(_shape(cv, shape, box, k))
+        if shape == "double":
+            body.append(_shape(cv, "rect", shapes.inset(box), k + "i"))
+        if not labels:
+            continue
+        x0, y0, x1, y1 = box
+        room = x1 - x0 - 2 * TEXT_PAD
+        lod = "m" if vn.kind in ("module", "folded") else "o"
+        cx, cy = cv.x((x0 + x1) / 2), (y0 + y1) / 2
+        main = fit_text(node_text(vn), room, LABEL_PT)
+        sub = fit_text(vn.sublabel, room, SUB_PT) if details and vn.sublabel else ""
+        if sub and y1 - y0 >= LABEL_PT * 1.2 + SUB_PT * 1.2 + 4:
+            texts.append(f'<text x="{cx}" y="{cv.y(cy + SUB_PT * 0.6)}" class="t {lod} {k}t">{e(main)}</text>'
+                         f'<text x="{cx}" y="{cv.y(cy - LABEL_PT * 0.65)}" class="s {k}t">{e(sub)}</text>')
+        elif main:
+            texts.append(f'<text x="{cx}" y="{cv.y(cy)}" class="t {lod} {k}t">{e(main)}</text>')
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_n(cv.width)} {_n(cv.height)}" '
+            f'width="{_n(cv.width)}" height="{_n(cv.height)}" preserveAspectRatio="none">'
+            f"<style>{_css(th, cv.width, kinds)}</style>"
+            + "".join(body) + "".join(edge_labels) + "".join(texts) + "".join(heads) + "</svg>")
+
+
+def data_uri(svg: str) -> str:
+    """The SVG as a ``data:`` URI for a plotly layout image (self-contained: works in exported HTML too)."""
+    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
