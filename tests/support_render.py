@@ -7,7 +7,9 @@ TinyNet / Broken are small real models for tests through the real tracer.
 
 from __future__ import annotations
 
+import base64
 import math
+import xml.etree.ElementTree as ET
 
 import torch
 from torch import nn
@@ -141,3 +143,19 @@ class Broken(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.b(torch.relu(self.a(x)))
+
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+
+def picture_of(fig: object) -> ET.Element:
+    """The figure's picture (its one layout image, an SVG data URI) parsed back into XML."""
+    (img,) = fig.layout.images   # type: ignore[attr-defined]
+    head, b64 = img.source.split(",", 1)
+    assert head == "data:image/svg+xml;base64"
+    return ET.fromstring(base64.b64decode(b64).decode("utf-8"))
+
+
+def picture_texts(svg: ET.Element, cls: str | None = None) -> list[str]:
+    """Text drawn in the picture, optionally only of one CSS class ("t" labels, "s" shapes, "h" headers, ...)."""
+    return [t.text or "" for t in svg.iter(f"{SVG_NS}text") if cls is None or cls in (t.get("class") or "").split()]

@@ -1,17 +1,23 @@
-"""make_figure on hand-built views and layouts: structure, ids, labels, hover, themes, failures."""
+"""make_figure on hand-built views and layouts: the picture (SVG layout image), the click targets, hover,
+themes, failures."""
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
+import re
 
-import numpy as np
 import pytest
+from support_render import SVG_NS as NS
 from support_render import grid_case
+from support_render import picture_of as svg_of
+from support_render import picture_texts as texts
 
 from torchvista_dash.layout.types import Layout
 from torchvista_dash.render import UIREVISION, make_figure
-from torchvista_dash.render.figure import DETAIL_LIMIT, FAILED_WINDOW, LABEL_PX_RANGE, ids_in, label_px
+from torchvista_dash.render.figure import FAILED_WINDOW, header_rows, ids_in
+from torchvista_dash.render.picture import LOD_SCALE, fit_text
 
 
 def by_name(fig, name):
@@ -20,9 +26,8 @@ def by_name(fig, name):
     return matches[0]
 
 
-def n_parts(trace) -> int:
-    """How many None-separated polygons/polylines a path trace holds."""
-    return int(np.isnan(np.asarray(trace.x, dtype=float)).sum())
+def bar_box(t, i):
+    return (t.x[i] - t.width[i] / 2, t.base[i], t.x[i] + t.width[i] / 2, t.base[i] + t.y[i])
 
 
 @pytest.fixture(scope="module")
@@ -30,96 +35,122 @@ def case30():
     return grid_case(30)
 
 
-def test_one_label_point_per_visible_node_with_its_id(case30):
+def test_every_box_is_one_invisible_target_exactly_its_size(case30):
     g, vg, lay = case30
     fig = make_figure(g, vg, lay)
-    labels = by_name(fig, "nodes:labels")
-    assert list(labels.customdata) == [n.id for n in vg.nodes]
-    assert len(labels.x) == len(vg.nodes)
-    # each label point sits at the centre of its box
-    for vid, x, y in zip(labels.customdata, labels.x, labels.y, strict=True):
-        x0, y0, x1, y1 = lay.nodes[vid]
-        assert x0 < x < x1 and y0 < y < y1
+    boxes = by_name(fig, "nodes:labels")
+    assert boxes.type == "bar" and boxes.marker.color == "rgba(0,0,0,0)"
+    assert list(boxes.customdata) == [n.id for n in vg.nodes]
+    for i, vid in enumerate(boxes.customdata):
+        assert bar_box(boxes, i) == pytest.approx(lay.nodes[vid], abs=0.01)
+    assert fig.layout.barmode == "overlay"
 
 
-def test_node_boxes_are_one_polygon_per_node_grouped_by_kind(case30):
+def test_header_rows_span_their_cluster_above_its_contents(case30):
     g, vg, lay = case30
     fig = make_figure(g, vg, lay)
-    kinds: dict[str, int] = {}
-    for n in vg.nodes:
-        kinds[n.kind] = kinds.get(n.kind, 0) + 1
-    for kind, count in kinds.items():
-        t = by_name(fig, f"nodes:{kind}")
-        assert t.fill == "toself"
-        assert n_parts(t) == count
-    assert n_parts(by_name(fig, "nodes:folded-inner")) == kinds["folded"]
-
-
-def test_edges_arrowheads_and_edge_labels(case30):
-    g, vg, lay = case30
-    fig = make_figure(g, vg, lay)
-    drawn = n_parts(by_name(fig, "edges")) + n_parts(by_name(fig, "edges:params"))
-    assert drawn == len(lay.edges)
-    assert n_parts(by_name(fig, "arrowheads")) == len(lay.edges)
-    assert list(by_name(fig, "edges:labels").text) == [e.label for e in lay.edges]
-    # arrow tips are the edges' last points
-    heads = by_name(fig, "arrowheads")
-    tips = {(heads.x[i], heads.y[i]) for i in range(0, len(heads.x), 5)}
-    assert tips == {(round(e.points[-1][0], 1), round(e.points[-1][1], 1)) for e in lay.edges}
-
-
-def test_labels_marks_and_clickable_cluster_headers(case30):
-    g, vg, lay = case30
-    fig = make_figure(g, vg, lay)
-    text = dict(zip(by_name(fig, "nodes:labels").customdata, by_name(fig, "nodes:labels").text, strict=True))
-    assert text["mod:enc.block"].startswith("⊕ block: Block")
-    assert "⊕ Layer ×3" in text["fold:mod:enc.layers.0"]
-    assert text["n:0"] == "input_0"
-    assert "1×8×64" in text["n:6"]                  # sublabel on the second line
-    headers = by_name(fig, "clusters:headers")
-    toggles = by_name(fig, "clusters:toggles")
-    ids = [c.id for c in vg.clusters]
-    assert list(headers.customdata) == ids and list(toggles.customdata) == ids
-    assert all(t == "⊖" for t in toggles.text)
-    assert "enc: Encoder" in headers.text[1]
-    # headers sit inside the top of their cluster
-    for cid, x, y in zip(headers.customdata, headers.x, headers.y, strict=True):
+    rows = by_name(fig, "clusters:headers")
+    assert list(rows.customdata) == [c.id for c in vg.clusters]
+    targets = [bar_box(rows, i) for i in range(len(rows.x))]
+    targets += [bar_box(by_name(fig, "nodes:labels"), i) for i in range(len(vg.nodes))]
+    for i, (cid, row) in enumerate(zip(rows.customdata, targets, strict=False)):
         x0, y0, x1, y1 = lay.clusters[cid]
-        assert x0 < x < x1 and y1 - 20 < y < y1
-    assert set(ids_in(fig, ["nodes:labels", "clusters:headers", "clusters:toggles"])) == (
-        {n.id for n in vg.nodes} | set(ids))
+        assert row[0] == pytest.approx(x0) and row[2] == pytest.approx(x1) and row[3] == pytest.approx(y1)
+        assert y1 - 25 <= row[1] < y1 - 7
+        for j, other in enumerate(targets):      # no other target shares a point with a header row
+            if j != i:
+                assert other[2] <= row[0] or row[2] <= other[0] or other[3] <= row[1] or row[3] <= other[1], \
+                    (cid, j)
+    assert header_rows(vg, lay)[rows.customdata[0]] == pytest.approx(targets[0])
+
+
+def test_the_picture_is_one_image_in_data_coordinates(case30):
+    g, vg, lay = case30
+    fig = make_figure(g, vg, lay)
+    (img,) = fig.layout.images
+    assert (img.xref, img.yref, img.sizing, img.layer, img.xanchor, img.yanchor) == \
+        ("x", "y", "stretch", "below", "left", "top")
+    svg = svg_of(fig)
+    vb = [float(v) for v in svg.get("viewBox").split()]
+    assert vb[2] == pytest.approx(img.sizex) and vb[3] == pytest.approx(img.sizey)   # one unit per point
+    x0, y0, x1, y1 = fig.layout.meta["torchvista_dash"]["bounds"]
+    assert img.x < x0 and img.x + img.sizex > x1 and img.y > y1 and img.y - img.sizey < y0
+    shapes = [e for e in svg if e.tag in (f"{NS}rect", f"{NS}path") and (e.get("class") or "").startswith("k")]
+    assert len([e for e in shapes if not e.get("class").endswith("i")]) == len(vg.nodes)
+    edges = next(e for e in svg if e.get("class") == "e")
+    params = [e for e in svg if e.get("class") == "e ep"]
+    assert edges.get("d").count("M") + sum(p.get("d").count("M") for p in params) == len(lay.edges)
+    heads = next(e for e in svg if e.get("class") == "a")
+    assert heads.get("d").count("M") == len(lay.edges)
+    assert sorted(texts(svg, "el")) == sorted(e.label for e in lay.edges if e.label)
+
+
+def test_labels_marks_and_headers(case30):
+    g, vg, lay = case30
+    svg = svg_of(make_figure(g, vg, lay))
+    main = texts(svg, "t")
+    assert any(t.startswith("⊕ block: Bl") for t in main)     # shortened: the grid's boxes are 90 points wide
+    assert "⊕ Layer ×3" in main and "input_0" in main
+    assert "1×8×64" in texts(svg, "s")              # the shape line
+    assert "⊖ enc: Encoder" in texts(svg, "h")
+    assert len(texts(svg, "m")) == 2 and "⊕ Layer ×3" in texts(svg, "m")    # module names: last to drop out
+    assert "linear" in texts(svg, "o")
+
+
+def test_level_of_detail_and_text_cap_follow_the_drawn_width(case30):
+    g, vg, lay = case30
+    fig = make_figure(g, vg, lay)
+    css = svg_of(fig).find(f"{NS}style").text
+    width = fig.layout.images[0].sizex
+    for key, hides in (("s", ".s,.el"), ("o", ".o"), ("m", ".m,.h")):
+        assert f"@media (max-width:{width * LOD_SCALE[key]:.1f}".rstrip("0").rstrip(".") in css
+        assert re.search(r"@media \(max-width:[\d.]+px\)\{" + re.escape(hides) + r"\{display:none\}\}", css)
+    assert LOD_SCALE["s"] > LOD_SCALE["o"] > LOD_SCALE["m"]           # shape lines go first, module names last
+    assert "@media (min-width:" in css                                 # zoomed far in, text stops growing
+
+
+def test_text_is_shortened_to_fit_its_box_and_headers_to_their_cluster(case30):
+    assert fit_text("short", 100, 11) == "short"
+    cut = fit_text("a_really_long_module_name: SomeClass", 90, 11)
+    assert cut.endswith("…") and len(cut) * 11 * 0.6 <= 90
+    g, vg, lay = case30
+    long = "encoder.layers.0.self_attention.output_projection: NonDynamicallyQuantizableLinear"
+    nodes = tuple(dataclasses.replace(n, label=long) if n.id == "n:6" else n for n in vg.nodes)
+    clusters = tuple(dataclasses.replace(c, label=long * 4) if c.id == "mod:enc" else c for c in vg.clusters)
+    fig = make_figure(g, dataclasses.replace(vg, nodes=nodes, clusters=clusters), lay)
+    svg = svg_of(fig)
+    node_text = next(t for t in texts(svg, "t") if t.startswith("encoder."))
+    assert node_text.endswith("…") and len(node_text) * 11 * 0.6 <= lay.nodes["n:6"][2] - lay.nodes["n:6"][0]
+    header = next(t for t in texts(svg, "h") if "encoder." in t)
+    box = lay.clusters["mod:enc"]
+    assert header.endswith("…") and len(header) * 10 * 0.6 <= box[2] - box[0]
+    rows = by_name(fig, "clusters:headers")
+    assert long * 4 in rows.hovertext[list(rows.customdata).index("mod:enc")]       # whole on hover
+
+
+def test_labels_and_details_can_be_left_out(case30):
+    g, vg, lay = case30
+    assert texts(svg_of(make_figure(g, vg, lay, labels=False))) == []
+    plain = svg_of(make_figure(g, vg, lay, details=False))
+    assert texts(plain, "s") == [] and texts(plain, "el") == [] and texts(plain, "t")
 
 
 def test_every_point_with_customdata_is_a_visible_id(case30):
     g, vg, lay = case30
-    fig = make_figure(g, vg, lay)
+    fig = make_figure(g, vg, lay, highlight="n:7")
     visible = {n.id for n in vg.nodes} | {c.id for c in vg.clusters}
     for t in fig.data:
         if t.customdata is not None:
             assert set(t.customdata) <= visible, t.name
         else:   # no id ⇒ never a hover/click target
             assert t.hoverinfo == "skip", t.name
+    assert set(ids_in(fig, ["nodes:labels", "clusters:headers"])) == visible
 
 
 def test_trace_count_is_bounded_not_per_node():
-    small = make_figure(*grid_case(30))
     big = make_figure(*grid_case(2000))
-    assert len(big.data) <= len(small.data) <= 25
+    assert len(big.data) <= 3 and len(big.layout.images) == 1
     assert len(by_name(big, "nodes:labels").x) == 2000
-    assert n_parts(by_name(big, "nodes:op")) == sum(1 for n in grid_case(2000)[1].nodes if n.kind == "op")
-
-
-def test_large_views_draw_one_line_labels_and_no_edge_labels():
-    g, vg, lay = grid_case(DETAIL_LIMIT + 50)
-    fig = make_figure(g, vg, lay)
-    assert "edges:labels" not in [t.name for t in fig.data]
-    assert not any("<br>" in t for t in by_name(fig, "nodes:labels").text)
-    assert "shapes are in the hover" in fig.layout.annotations[0].text
-    assert all("outputs: 1×8×64" in h for h in by_name(fig, "nodes:labels").hovertext[5:50])
-    forced = make_figure(g, vg, lay, details=True)
-    assert len(by_name(forced, "edges:labels").text) == len(lay.edges)
-    small = make_figure(*grid_case(30), details=False)
-    assert "edges:labels" not in [t.name for t in small.data]
 
 
 def test_equal_aspect_hidden_axes_uirevision_and_fit(case30):
@@ -134,13 +165,14 @@ def test_equal_aspect_hidden_axes_uirevision_and_fit(case30):
         assert xa <= x0 and x1 <= xb and ya <= y0 and y1 <= yb
 
 
-def test_themes_follow_plotly_templates(case30):
+def test_themes_follow_plotly_templates_and_colour_the_picture(case30):
     g, vg, lay = case30
     light = make_figure(g, vg, lay, theme="light")
     dark = make_figure(g, vg, lay, theme="dark")
     assert light.layout.template.layout.paper_bgcolor == "white"
     assert dark.layout.template.layout.paper_bgcolor == "rgb(17,17,17)"
-    assert by_name(light, "nodes:op").fillcolor != by_name(dark, "nodes:op").fillcolor
+    assert ".kop{fill:#dbe9f6" in svg_of(light).find(f"{NS}style").text
+    assert ".kop{fill:#1f3a57" in svg_of(dark).find(f"{NS}style").text
     with pytest.raises(ValueError, match="light, dark"):
         make_figure(g, vg, lay, theme="solarized")
 
@@ -164,12 +196,14 @@ def test_hover_text_names_module_shapes_source(case30):
 def test_failed_op_and_modules_in_red_hover_error_and_view_centred():
     g, vg, lay = grid_case(30, failed=True)
     fig = make_figure(g, vg, lay)
+    svg = svg_of(fig)
     failed = [n for n in vg.nodes if n.failed]
-    assert n_parts(by_name(fig, "nodes:op:failed")) == len(failed) == 1
-    assert n_parts(by_name(fig, "clusters:failed")) == 2
-    red = by_name(fig, "nodes:op:failed").line.color
-    assert red == by_name(fig, "clusters:failed").line.color
-    assert set(by_name(fig, "clusters:headers").textfont.color) == {red}
+    assert len([e for e in svg if e.get("class") == "kopf"]) == len(failed) == 1
+    assert len([e for e in svg if e.get("class") == "cf"]) == 2
+    css = svg.find(f"{NS}style").text
+    red = re.search(r"\.cf\{fill:none;stroke:([^;]+);", css).group(1)
+    assert f".kopf{{fill:#fbd0d0;stroke:{red}" in css and f".hf{{fill:{red}}}" in css
+    assert len([t for t in svg.iter(f"{NS}text") if "hf" in t.get("class").split()]) == 2
     hover = dict(zip(by_name(fig, "nodes:labels").customdata, by_name(fig, "nodes:labels").hovertext, strict=True))
     assert "error:" in hover[failed[0].id] and "&lt;bad&gt;" in hover[failed[0].id]   # escaped, not HTML
     x0, y0, x1, y1 = lay.nodes[failed[0].id]
@@ -182,7 +216,7 @@ def test_highlight_outlines_a_node_or_cluster_and_rejects_hidden_ids(case30):
     fig = make_figure(g, vg, lay, highlight="n:7")
     hl = by_name(fig, "highlight")
     x0, y0, x1, y1 = lay.nodes["n:7"]
-    xs = [v for v in hl.x if not np.isnan(v)]
+    xs = [v for v in hl.x if v is not None]
     assert min(xs) < x0 and max(xs) > x1
     assert "highlight" in [t.name for t in make_figure(g, vg, lay, highlight="mod:enc").data]
     assert "highlight" not in [t.name for t in make_figure(g, vg, lay).data]
@@ -205,22 +239,6 @@ def test_same_input_same_json(case30):
     json.loads(a)
 
 
-def test_label_size_fits_small_views_and_clamps_large_ones():
-    assert label_px((0, 0, 300, 200)) == LABEL_PX_RANGE[1]
-    assert label_px((0, 0, 40000, 30000)) == LABEL_PX_RANGE[0]
-    mid = label_px((0, 0, 1200, 800))
-    assert LABEL_PX_RANGE[0] < mid < LABEL_PX_RANGE[1]
-
-
-def test_webgl_variant_keeps_text_svg_and_ids(case30):
-    g, vg, lay = case30
-    fig = make_figure(g, vg, lay, webgl=True)
-    types = {t.name: t.type for t in fig.data}
-    assert types["nodes:op"] == "scattergl" and types["edges"] == "scattergl"
-    assert types["nodes:labels"] == "scatter"
-    assert list(by_name(fig, "nodes:labels").customdata) == [n.id for n in vg.nodes]
-
-
 def test_empty_view_is_an_empty_figure_not_an_error():
     g, vg, _ = grid_case(12)
     empty = dataclasses.replace(vg, nodes=(), edges=(), clusters=())
@@ -228,29 +246,14 @@ def test_empty_view_is_an_empty_figure_not_an_error():
     assert len(fig.data) == 0 and fig.layout.yaxis.scaleanchor == "x"
 
 
-def test_user_text_is_escaped_in_labels_and_hover(case30):
+def test_user_text_is_escaped_in_the_picture_and_hover(case30):
     g, vg, lay = case30
-    nodes = tuple(dataclasses.replace(n, label="<script>x</script>") if n.id == "n:6" else n for n in vg.nodes)
+    nodes = tuple(dataclasses.replace(n, label="<i>&x") if n.id == "n:6" else n for n in vg.nodes)
     fig = make_figure(g, dataclasses.replace(vg, nodes=nodes), lay)
-    text = dict(zip(by_name(fig, "nodes:labels").customdata, by_name(fig, "nodes:labels").text, strict=True))
-    assert text["n:6"].startswith("&lt;script&gt;x&lt;/script&gt;")
-
-
-def test_labels_start_hidden_only_when_too_zoomed_out_to_read():
-    g, vg, lay = grid_case(300, cols=2)                   # 150 rows: ~0.06 px per point at the fit
-    fig = make_figure(g, vg, lay)
-    assert fig.layout.meta["torchvista_dash"]["labels"] is False
-    assert by_name(fig, "nodes:labels").mode == "none"                  # no SVG element per point
-    assert list(by_name(fig, "nodes:labels").customdata) == [n.id for n in vg.nodes]   # still hover/click targets
-    (menu,) = fig.layout.updatemenus
-    show = menu.buttons[0].args
-    names = [fig.data[i].name for i in show[1]]
-    assert {"nodes:labels", "clusters:headers"} <= set(names) and show[0]["mode"] == "text"
-    assert menu.active == -1                              # the first click applies ``args`` (show)
-    assert make_figure(g, vg, lay, labels=True).layout.updatemenus == ()
-    assert by_name(make_figure(g, vg, lay, labels=True), "nodes:labels").mode == "text"
-    small = make_figure(*grid_case(30))
-    assert small.layout.meta["torchvista_dash"]["labels"] is True and small.layout.updatemenus == ()
+    assert "<i>&x" in texts(svg_of(fig), "t")       # parsed back as text: it was escaped
+    assert "<i>" not in base64.b64decode(fig.layout.images[0].source.split(",", 1)[1]).decode()
+    hover = dict(zip(by_name(fig, "nodes:labels").customdata, by_name(fig, "nodes:labels").hovertext, strict=True))
+    assert "&lt;i&gt;" in hover["n:6"] or "<i>" not in hover["n:6"]
 
 
 def test_failed_view_shows_everything_around_the_failure_when_readable():
@@ -272,4 +275,3 @@ def test_failed_view_of_a_large_graph_zooms_to_a_window_on_the_failure():
     (xa, xb), (ya, yb) = fig.layout.xaxis.range, fig.layout.yaxis.range
     assert (xb - xa, yb - ya) == pytest.approx(FAILED_WINDOW, abs=0.2)
     assert abs((xa + xb) / 2 - (x0 + x1) / 2) < 1 and abs((ya + yb) / 2 - (y0 + y1) / 2) < 1
-    assert fig.layout.meta["torchvista_dash"]["labels"] is True     # readable at that zoom

@@ -17,6 +17,7 @@ import base64
 import html
 from collections.abc import Sequence
 
+from ..layout.dot import CHAR_WIDTH
 from ..layout.types import Box, Layout, Point
 from ..view_types import VisibleGraph
 from . import shapes
@@ -27,7 +28,7 @@ LABEL_PT = 11.0        # the layout sizes boxes for labels at this size (layout/
 SUB_PT = 9.0
 HEADER_PT = 10.0       # the layout reserves cluster headers for this size
 EDGE_PT = 8.0
-CHAR_EM = 0.62         # glyph width estimate (em) used to shorten text; the layout sizes boxes at 0.6 em
+CHAR_EM = CHAR_WIDTH   # the layout's glyph width estimate (em): text is shortened to the room it sized for
 TEXT_PAD = 4.0         # points kept free on each side of a label inside its box
 HEADER_INSET = 6.0     # header text: points right of the cluster's left edge
 HEADER_BASE = 13.0     # header baseline: points below the cluster's top edge
@@ -35,7 +36,7 @@ CLUSTER_RADIUS = 8.0
 
 # Level of detail: the smallest scale (px per point) at which each class of text is drawn.
 LOD_SCALE: dict[str, float] = {"s": 0.75, "o": 0.5, "m": 0.32}   # shape lines + edge labels, op names, modules
-MAX_TEXT_PX = 22.0     # a main label stops growing at about this many pixels
+MAX_TEXT_PX = 24.0     # a main label stops growing at about this many pixels
 _TEXT_BANDS = (2.0, 2.8, 4.0, 5.6, 8.0, 11.0, 16.0, 22.0, 32.0)
 
 
