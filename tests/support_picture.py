@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from support_app import _GD, graph_dom_id
+from support_app import _GD
 
 _LABELS = f"""async (domId) => {{
   const gd = ({_GD})(domId);
@@ -55,15 +55,16 @@ _BOXES = f"""(a) => {{
 }}"""
 
 
-def drawn_labels(page: Any, aio_id: str) -> dict[str, Any]:
+def drawn_labels(page: Any, dom_id: str) -> dict[str, Any]:
     """``{"labels": [{text, cls, x0, x1, y0, y1, size}], "scale": px per point, "plot": the plot area}``: every
-    label the picture draws at the current zoom, boxes in page pixels, ``size`` the drawn font size in px."""
-    return page.evaluate(_LABELS, graph_dom_id(aio_id))
+    label the picture of the graph in element ``dom_id`` draws at the current zoom, boxes in page pixels,
+    ``size`` the drawn font size in px."""
+    return page.evaluate(_LABELS, dom_id)
 
 
-def target_boxes(page: Any, aio_id: str, trace_name: str = "nodes:labels") -> list[dict[str, Any]]:
+def target_boxes(page: Any, dom_id: str, trace_name: str = "nodes:labels") -> list[dict[str, Any]]:
     """The click targets (box or header row) of one trace, in page pixels: ``[{id, x0, x1, y0, y1}]``."""
-    return page.evaluate(_BOXES, [graph_dom_id(aio_id), trace_name])
+    return page.evaluate(_BOXES, [dom_id, trace_name])
 
 
 def in_plot(item: dict[str, Any], plot: dict[str, Any]) -> bool:

@@ -92,7 +92,7 @@ def test_click_opens_in_place_and_cluster_header_or_toggle_closes(page: Any, gal
     click_id(page, G, "mod:blocks.2")
     wait_ids(page, G, "clusters:headers", present=("mod:blocks.2",))
     wait_settled(page, G)
-    row = next(b for b in target_boxes(page, G, "clusters:headers") if b["id"] == "mod:blocks.2")
+    row = next(b for b in target_boxes(page, graph_dom_id(G), "clusters:headers") if b["id"] == "mod:blocks.2")
     x, y = row["x0"] + 8, (row["y0"] + row["y1"]) / 2             # and so does its ⊖, at the row's left end
     page.mouse.move(x, y)
     page.wait_for_function("(a) => (document.getElementById(a[0]).querySelector('.js-plotly-plot')._hoverdata || [])"
@@ -139,7 +139,7 @@ def test_failed_model_shows_its_error_and_partial_graph(page: Any, gallery_url: 
     assert err.evaluate("e => getComputedStyle(e).color") == "rgb(214, 39, 40)"
     failing = demo_trace("broken").graph.error.node
     assert failing in ids_drawn(page, G, "nodes:labels")
-    failed = [lab["text"] for lab in drawn_labels(page, G)["labels"] if "kopft" in lab["cls"]]   # drawn in red
+    failed = [lab["text"] for lab in drawn_labels(page, graph_dom_id(G))["labels"] if "kopft" in lab["cls"]]   # drawn in red
     assert failed == [demo_trace("broken").graph.node_by_id[failing].name]
     assert "Traceback" in page.inner_text(css_id(G, "details"))
 

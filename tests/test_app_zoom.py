@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 import pytest
-from support_app import css_id, displayed_ranges, ids_drawn, wait_drawn, wait_ids, wait_settled
+from support_app import css_id, displayed_ranges, graph_dom_id, ids_drawn, wait_drawn, wait_ids, wait_settled
 from support_picture import drawn_labels, in_plot, overlapping_pairs, target_boxes
 
 from torchvista_dash import view
@@ -35,13 +35,13 @@ def hover_click(page: Any, x: float, y: float, vid: str) -> None:
     page.mouse.move(x, y)
     page.wait_for_function("(a) => { const h = document.getElementById(a[0]).querySelector('.js-plotly-plot')"
                            "._hoverdata || []; return h.some(p => p.customdata === a[1]); }",
-                           arg=[css_id(G, "graph")[5:-2], vid], timeout=10_000)
+                           arg=[graph_dom_id(G), vid], timeout=10_000)
     page.mouse.click(x, y)
     _last[0] = time.time()
 
 
 def box_of(page: Any, trace: str, vid: str) -> dict[str, Any]:
-    return next(b for b in target_boxes(page, G, trace) if b["id"] == vid)
+    return next(b for b in target_boxes(page, graph_dom_id(G), trace) if b["id"] == vid)
 
 
 def wheel(page: Any, notches: int, at: tuple[float, float] | None = None) -> None:
@@ -90,7 +90,7 @@ def test_labels_grow_with_zoom_and_drop_out_far_away(page: Any, gallery_url: str
     open_demo(page, gallery_url, "gpt")
     plot = page.locator(css_id(G, "graph") + " .nsewdrag").first.bounding_box()
     at = (plot["x"] + plot["width"] / 2, plot["y"] + plot["height"] / 2)
-    start = drawn_labels(page, G)
+    start = drawn_labels(page, graph_dom_id(G))
     names = {lab["text"]: lab["size"] for lab in start["labels"] if lab["cls"].startswith("t ")}
     assert names, start
     s0 = span(page)
@@ -99,31 +99,31 @@ def test_labels_grow_with_zoom_and_drop_out_far_away(page: Any, gallery_url: str
         wheel(page, -2, at)
         notches += 2
     assert span(page) <= s0 / 4 * 1.05
-    zoomed = drawn_labels(page, G)
+    zoomed = drawn_labels(page, graph_dom_id(G))
     grown = [lab["size"] / names[lab["text"]] for lab in zoomed["labels"] if lab["text"] in names
              and lab["cls"].startswith("t ")]
     assert grown and min(grown) >= 2.0, grown
     # far out: no text at all (the boxes are a few pixels); back to the start: every label again
     wheel(page, notches, at)
     far = 0
-    while drawn_labels(page, G)["labels"] and far < 80:
+    while drawn_labels(page, graph_dom_id(G))["labels"] and far < 80:
         wheel(page, 4, at)
         far += 4
-    assert drawn_labels(page, G)["labels"] == [] and span(page) > s0
+    assert drawn_labels(page, graph_dom_id(G))["labels"] == [] and span(page) > s0
     wheel(page, -far, at)
-    back = drawn_labels(page, G)
+    back = drawn_labels(page, graph_dom_id(G))
     assert {lab["text"] for lab in back["labels"]} == {lab["text"] for lab in start["labels"]}
 
 
 @pytest.mark.parametrize("demo", list(DEMOS))
 def test_no_label_overlaps_another_or_leaves_its_box(page: Any, gallery_url: str, demo: str) -> None:
     open_demo(page, gallery_url, demo)
-    drawn = drawn_labels(page, G)
+    drawn = drawn_labels(page, graph_dom_id(G))
     labels = [lab for lab in drawn["labels"] if in_plot(lab, drawn["plot"])]
     assert labels, drawn
     assert overlapping_pairs(labels) == []
-    boxes = target_boxes(page, G, "nodes:labels")
-    rows = target_boxes(page, G, "clusters:headers")
+    boxes = target_boxes(page, graph_dom_id(G), "nodes:labels")
+    rows = target_boxes(page, graph_dom_id(G), "clusters:headers")
     for lab in labels:
         cx, cy = (lab["x0"] + lab["x1"]) / 2, (lab["y0"] + lab["y1"]) / 2
         if lab["cls"].startswith("h"):       # a header: within its cluster's width, within its header row

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import struct
 import xml.etree.ElementTree as ET
 
 import pytest
 import torch
-from support_render import Broken, TinyNet, grid_case
+from support_render import Broken, TinyNet, grid_case, picture_of
 
 from torchvista_dash import load_trace, trace_model
 from torchvista_dash.layout import GraphvizError
@@ -132,7 +133,7 @@ def test_empty_view_renders(dot_binary, tmp_path):
 
 def test_html_takes_drawing_options_and_rejects_unknown_ones(tiny, tmp_path):
     text = tiny.to_html(tmp_path / "hl.html", depth=1, highlight="mod:head", labels=False).read_text(encoding="utf-8")
-    assert '"name":"highlight"' in text and '"updatemenus"' in text
+    assert '"name":"highlight"' in text and '"images"' in text
     with pytest.raises(TypeError, match="colour"):
         tiny.export(tmp_path / "x.html", colour="red")
 
@@ -153,9 +154,11 @@ def test_static_and_interactive_use_the_same_colours(theme):
     g, vg, lay = grid_case(12, failed=True)
     fig = make_figure(g, vg, lay, theme=theme)
     dot = to_static_dot(g, vg, lay, theme)
-    for t in fig.data:
-        if t.name.startswith("nodes:") and t.fill == "toself":
-            assert f'fillcolor="{t.fillcolor}"' in dot and f'color="{t.line.color}"' in dot, t.name
+    css = picture_of(fig).find(f"{SVG_NS}style").text      # the interactive picture's colours per kind
+    pairs = re.findall(r"\.k[a-z]+\{fill:(#[0-9a-f]{6});stroke:(#[0-9a-f]{6})", css)
+    assert len(pairs) >= 4
+    for fill, line in pairs:
+        assert f'fillcolor="{fill}"' in dot and f'color="{line}"' in dot, (fill, line)
 
 
 def test_static_export_runs_under_the_graphviz_time_budget(dot_binary, tmp_path, monkeypatch):

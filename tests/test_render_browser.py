@@ -6,6 +6,7 @@ import base64
 
 import pytest
 import torch
+from support_picture import drawn_labels
 from support_render import TinyNet, grid_case
 
 from torchvista_dash import trace_model
@@ -56,40 +57,43 @@ def loaded(browser, html_file):
     page.goto(html_file.as_uri())
     page.wait_for_function(f"document.getElementById('{HTML_DIV_ID}')?._fullLayout?._size !== undefined",
                            timeout=20000)
-    page.wait_for_selector(".textpoint")
+    page.wait_for_selector(".imagelayer image")
     yield page
     ctx.close()
 
 
-def point_of(page, trace_name: str, item: str):
-    """(x, y) data coordinates of the point whose customdata is ``item`` in the named trace."""
-    return page.evaluate("""([id, name, item]) => {
+def point_of(page, trace_name: str, item: str, fx: float = 0.5, fy: float = 0.5):
+    """(x, y) data coordinates of a point inside the target (a bar) whose customdata is ``item`` in the named
+    trace: ``fx``, ``fy`` of the way across and up (0.5, 0.5: its centre)."""
+    return page.evaluate("""([id, name, item, fx, fy]) => {
       const t = document.getElementById(id).data.find((d) => d.name === name);
-      const i = t.customdata.indexOf(item); return [t.x[i], t.y[i]]; }""", [HTML_DIV_ID, trace_name, item])
+      const i = t.customdata.indexOf(item);
+      return [t.x[i] + (fx - 0.5) * t.width[i], t.base[i] + fy * t.y[i]]; }""", [HTML_DIV_ID, trace_name, item, fx, fy])
 
 
 def test_exported_html_renders_non_blank(loaded):
     shot = loaded.screenshot()
     stats = loaded.evaluate(COUNT_INK, base64.b64encode(shot).decode())
     assert stats["ink"] > 0.01 and stats["colours"] > 8, stats
-    assert loaded.locator(".textpoint").count() >= 6             # node labels, headers, toggles, edge labels
-    # the figure is one path per style, not one element per node
-    assert loaded.locator("g.trace.scatter").count() <= 25
+    drawn = drawn_labels(loaded, HTML_DIV_ID)
+    assert len(drawn["labels"]) >= 6, drawn            # node labels, headers, edge labels, in the picture
+    # the figure is one picture and a few traces, not one element per node
+    assert loaded.locator(".imagelayer image").count() == 1 and loaded.locator("g.trace").count() <= 3
 
 
 def test_clicks_carry_visible_ids(loaded):
     loaded.evaluate(LISTEN, HTML_DIV_ID)
-    targets = [("clusters:toggles", "mod:blocks"), ("clusters:headers", "mod:blocks"),
-               ("nodes:labels", "mod:head"), ("nodes:labels", "n:0")]
-    for name, item in targets:
-        x, y = point_of(loaded, name, item)
+    targets = [("clusters:headers", "mod:blocks", 0.03, 0.5), ("clusters:headers", "mod:blocks", 0.9, 0.5),
+               ("nodes:labels", "mod:head", 0.12, 0.88), ("nodes:labels", "n:0", 0.9, 0.1)]
+    for name, item, fx, fy in targets:
+        x, y = point_of(loaded, name, item, fx, fy)
         px, py = loaded.evaluate(TO_PIXELS, [HTML_DIV_ID, x, y])
         loaded.mouse.move(px, py)
         # plotly throttles hover: click once the pointer is over the point, as a user would
         loaded.wait_for_function("(item) => window.__hovered === item", arg=item, timeout=5000)
         loaded.mouse.click(px, py)
     clicks = loaded.evaluate("window.__clicks")
-    assert clicks == [item for _, item in targets]
+    assert clicks == [item for _, item, _, _ in targets]
 
 
 def test_hover_shows_module_details(loaded):
@@ -105,9 +109,9 @@ def test_hover_shows_module_details(loaded):
     assert "module: head (Linear)" in text and "2×4 float32" in text
 
 
-def test_zoomed_out_view_hides_labels_until_the_labels_button(browser, tmp_path):
-    """A tall view starts without text (it would only overlap); hover and clicks still work; the
-    plotly "labels" button shows the labels and hides them again."""
+def test_zoomed_out_view_draws_no_text_until_zoomed_in(browser, tmp_path):
+    """A tall view at its fit is too small to read: the picture draws no text (its level of detail), hover and
+    clicks still work on every box; zoomed in, the labels are drawn."""
     g, vg, lay = grid_case(300, cols=2)
     fig = make_figure(g, vg, lay)
     path = tmp_path / "tall.html"
@@ -116,22 +120,20 @@ def test_zoomed_out_view_hides_labels_until_the_labels_button(browser, tmp_path)
     try:
         page = ctx.new_page()
         page.goto(path.as_uri())
-        page.wait_for_selector(".updatemenu-button")
-        n_labels = 'document.querySelectorAll(".textpoint").length'
-        assert page.evaluate(n_labels) == len(vg.clusters)                 # only the ⊖ toggles have text
+        page.wait_for_selector(".imagelayer image")
+        assert drawn_labels(page, HTML_DIV_ID)["labels"] == []
         page.evaluate(LISTEN, HTML_DIV_ID)
-        x, y = point_of(page, "nodes:labels", "n:100")
+        x, y = point_of(page, "nodes:labels", "n:100", 0.85, 0.85)
         px, py = page.evaluate(TO_PIXELS, [HTML_DIV_ID, x, y])
         page.mouse.move(px, py)
         page.wait_for_function("() => window.__hovered === 'n:100'", timeout=5000)
         page.mouse.click(px, py)
         assert page.evaluate("window.__clicks") == ["n:100"]
-        button = page.locator(".updatemenu-button").bounding_box()
-        bx, by = button["x"] + button["width"] / 2, button["y"] + button["height"] / 2
-        page.mouse.click(bx, by)
-        page.wait_for_function(f"() => {n_labels} >= {len(vg.nodes)}", timeout=5000)
-        page.mouse.click(bx, by)
-        page.wait_for_function(f"() => {n_labels} == {len(vg.clusters)}", timeout=5000)
+        cx, cy = point_of(page, "nodes:labels", "n:100")
+        page.evaluate("(a) => Plotly.relayout(a[0], {'xaxis.range': [a[1] - 300, a[1] + 300], "
+                      "'yaxis.range': [a[2] - 200, a[2] + 200]})", [HTML_DIV_ID, cx, cy])
+        labels = drawn_labels(page, HTML_DIV_ID)["labels"]
+        assert any(lab["text"] == "linear" for lab in labels), labels
     finally:
         ctx.close()
 
