@@ -47,14 +47,15 @@ AIO = "bench"
 TIMEOUT_MS = 120_000
 
 OURS_DRAWN = """(d) => { const h = document.getElementById(d); const gd = h && h.querySelector('.js-plotly-plot');
-  return !!(gd && gd._fullLayout && gd.querySelector('.scatterlayer .textpoint')); }"""
+  return !!(gd && gd._fullLayout && gd.querySelector('.imagelayer image') && gd.querySelector('.barlayer .trace')); }"""
 OURS_HAS = """(a) => { const gd = document.getElementById(a[0]).querySelector('.js-plotly-plot');
   const t = (gd.data || []).find(t => t.name === a[1]); const ids = t ? Array.from(t.customdata || []) : [];
   return a[3] ? ids.includes(a[2]) : !ids.includes(a[2]); }"""
 OURS_XY = """(a) => { const gd = document.getElementById(a[0]).querySelector('.js-plotly-plot');
   const t = gd.data.find(t => t.name === a[1]); const i = Array.from(t.customdata).indexOf(a[2]);
   const fl = gd._fullLayout, r = gd.getBoundingClientRect();
-  return [r.left + fl._size.l + fl.xaxis.l2p(t.x[i]), r.top + fl._size.t + fl.yaxis.l2p(t.y[i])]; }"""
+  const y = t.base ? t.base[i] + t.y[i] / 2 : t.y[i];
+  return [r.left + fl._size.l + fl.xaxis.l2p(t.x[i]), r.top + fl._size.t + fl.yaxis.l2p(y)]; }"""
 OURS_HOVERED = """(a) => { const gd = document.getElementById(a[0]).querySelector('.js-plotly-plot');
   return (gd._hoverdata || []).some(p => p.customdata === a[1]); }"""
 # when the first picture (the server-drawn SVG in the page's HTML, app/firstpaint.py) was painted: the element
@@ -136,7 +137,7 @@ def ours(browser: Any, trace: Any, path: list[str], loads: int, clicks: int) -> 
         try:
             for _ in range(clicks):
                 opens.append(_ours_click(page, target, "nodes:labels", "clusters:headers", True))
-                closes.append(_ours_click(page, target, "clusters:toggles", "clusters:headers", False))
+                closes.append(_ours_click(page, target, "clusters:headers", "clusters:headers", False))
         except Exception:
             print("page:", page.inner_text(".tvd-model-graph")[:400], opens, closes, file=sys.stderr)
             raise

@@ -27,7 +27,7 @@ GD = f"(document.getElementById({json.dumps(DOM)}) || document).querySelector('.
 
 
 def drawn(page: Any) -> None:
-    page.wait_for_function(f"() => {{ const gd = {GD}; return gd && gd.querySelector('.scatterlayer .textpoint'); }}",
+    page.wait_for_function(f"() => {{ const gd = {GD}; return gd && gd.querySelector('.imagelayer image'); }}",
                            timeout=60_000)
     page.wait_for_timeout(400)
 
@@ -36,7 +36,8 @@ def click(page: Any, vid: str) -> None:
     """A real click on the box carrying ``vid``, then wait for the view to change."""
     xy = page.evaluate(f"""(v) => {{ const gd = {GD}; const t = gd.data.find(t => t.name === 'nodes:labels');
         const i = Array.from(t.customdata).indexOf(v); const fl = gd._fullLayout, r = gd.getBoundingClientRect();
-        return [r.left + fl._size.l + fl.xaxis.l2p(t.x[i]), r.top + fl._size.t + fl.yaxis.l2p(t.y[i])]; }}""", vid)
+        const y = t.base[i] + t.y[i] / 2;    // the box's target is a bar: its centre
+        return [r.left + fl._size.l + fl.xaxis.l2p(t.x[i]), r.top + fl._size.t + fl.yaxis.l2p(y)]; }}""", vid)
     page.mouse.move(xy[0] - 3, xy[1])
     page.mouse.move(*xy)
     page.wait_for_timeout(200)

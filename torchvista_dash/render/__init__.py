@@ -2,16 +2,16 @@
 
 What the app can rely on in a figure from ``make_figure``:
 
-- Clickable points carry their visible id in ``customdata``: ``nodes:labels`` (every box: graph node id,
-  ModuleCall id of a collapsed module, ``fold:...`` id of a folded group), ``clusters:headers`` and
-  ``clusters:toggles`` (the expanded ModuleCall id). Traces without customdata have ``hoverinfo="skip"``,
-  so they never produce clicks.
+- The picture is ``layout.images[0]``: one SVG (``render/picture.py``) in data coordinates, whose text follows
+  the zoom. Click and hover targets are invisible bars carrying their visible id in ``customdata``:
+  ``nodes:labels`` (every box, exactly its size: graph node id, ModuleCall id of a collapsed module,
+  ``fold:...`` id of a folded group) and ``clusters:headers`` (an expanded cluster's whole header row, its
+  ModuleCall id). Traces without customdata have ``hoverinfo="skip"``, so they never produce clicks.
 - Axis ranges are in Graphviz points (the Layout's coordinates, y up); ``yaxis.scaleanchor = "x"``.
 - ``layout.uirevision`` is ``UIREVISION`` (override with ``uirevision=``): while it stays the same,
   plotly keeps the user's zoom across figure updates.
-- ``layout.meta["torchvista_dash"]``: ``bounds`` of the drawing, ``label_px``, whether ``labels`` and
-  ``details`` (sublabels, edge labels) are drawn, and ``notes``.
-- Path traces hold float32 numpy arrays (NaN between parts); point traces hold plain lists.
+- ``layout.meta["torchvista_dash"]``: ``bounds`` of the drawing, the ``picture``'s extent, the level-of-detail
+  scales (``lod``, px per point), whether ``labels`` and ``details`` (shape lines, edge labels) are drawn, ``notes``.
 """
 
 from __future__ import annotations
