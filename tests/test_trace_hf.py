@@ -108,9 +108,12 @@ def test_t5_encoder_decoder_kwargs() -> None:
     enc = {n.id for n in g.nodes if n.parent and "mod:encoder" in g.ancestors(n.parent)}
     dec = {n.id for n in g.nodes if n.parent and "mod:decoder" in g.ancestors(n.parent)}
     assert any(e.src in enc and e.dst in dec for e in g.edges)
-    # the shared embedding is one parameter node used by both stacks
+    # the shared embedding belongs to its module, not to the encoder's call of it: each call that reads it
+    # has its own parameter node, and no edge carries it from the encoder into the decoder
     shared = [n for n in g.nodes if n.kind == "parameter" and n.name == "shared.weight"]
-    assert len(shared) == 1
+    assert len(shared) == 2 and len({n.parent for n in shared}) == 2
+    for n in shared:
+        assert {g.node_by_id[e.dst].parent for e in g.edges if e.src == n.id} == {n.parent}
 
 
 def test_lstm_nested_outputs() -> None:

@@ -101,13 +101,6 @@ def test_compiled_model_traced_through_original_module() -> None:
     assert g.model_name == "MLP"
 
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")
-def test_torchscript_module_gets_clear_error() -> None:
-    scripted = torch.jit.script(MLP())
-    with pytest.raises(TypeError, match="TorchScript"):
-        trace_model(scripted, torch.randn(2, 8))
-
-
 @dataclasses.dataclass
 class _Box:
     x: Any

@@ -7,8 +7,6 @@ wraps the result here: the facade sits on top, no stage calls back into it.
 
 from __future__ import annotations
 
-import os
-import sys
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
@@ -149,7 +147,7 @@ def trace_model(model: Any, inputs: Any = (), kwargs: dict[str, Any] | None = No
     also times each op in separate runs (median of 5) for ``stats()`` and ``figure(color_by="time")``.
     """
     from . import __version__
-    from .trace import trace_graph
+    from .trace import trace_graph, user_stacklevel
 
     graph, error = trace_graph(model, inputs, kwargs, name=name, versions=(("torchvista_dash", __version__),),
                                flops=flops, timing=timing)
@@ -165,17 +163,6 @@ def trace_model(model: Any, inputs: Any = (), kwargs: dict[str, Any] | None = No
             stacklevel=user_stacklevel(),
         )
     return Trace(graph, error)
-
-
-def user_stacklevel() -> int:
-    """The warnings stacklevel of the first frame outside this package (so a warning names user code)."""
-    pkg = os.path.dirname(os.path.abspath(__file__)) + os.sep
-    f = sys._getframe(1)
-    level = 1
-    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(pkg):
-        f = f.f_back
-        level += 1
-    return level
 
 
 def load_trace(path: str | Path, *, max_bytes: int | None = None) -> Trace:

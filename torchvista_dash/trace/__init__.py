@@ -5,6 +5,6 @@
 
 from __future__ import annotations
 
-from .api import trace_graph
+from .api import trace_graph, user_stacklevel
 
-__all__ = ["trace_graph"]
+__all__ = ["trace_graph", "user_stacklevel"]

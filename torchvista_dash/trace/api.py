@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import inspect
 import os
+import sys
 import traceback
 import warnings
 from typing import Any
@@ -19,7 +21,8 @@ from torch.nn.modules import module as nn_module
 from ..graph import ErrorInfo, Graph
 from .cost import FlopMeter, time_ops
 from .recorder import Recorder, RecordingMode, in_chain
-from .state import ModelState
+from .rejected import rejected_call
+from .state import ModelState, quiet_lazy_init
 from .structure import bind_arg_names, check_inputs, iter_tensors
 
 
@@ -56,6 +59,8 @@ def _trace(model: torch.nn.Module, args: tuple[Any, ...], kw: dict[str, Any], na
     error: BaseException | None = None
     result: Any = None
     handles = []
+    written: list[str] = []
+    undo_lazy = quiet_lazy_init(model)
     try:
         for i, n in enumerate(bind_arg_names(model.forward, len(args))):
             for path, t in iter_tensors(args[i], n):
@@ -77,21 +82,58 @@ def _trace(model: torch.nn.Module, args: tuple[Any, ...], kw: dict[str, Any], na
             for path, t in iter_tensors(result, "output", top=True):
                 rec.add_output(path, t)
     finally:
-        state.restore()
-    graph = _finalize(rec, name or type(model).__name__, error, versions)
+        undo_lazy()
+        written = state.restore()
+    graph = _finalize(rec, name or _class_name(model), error, versions)
+    if error is None and not any(n.kind == "output" for n in reversed(graph.nodes)):
+        warnings.warn(_no_output_message(graph.model_name, result), stacklevel=user_stacklevel())
     del result
+    written = sorted({*written, *rec.param_writes})
+    if written:
+        shown = ", ".join(written[:5]) + (f" and {len(written) - 5} more" if len(written) > 5 else "")
+        warnings.warn(
+            f"the forward pass of {graph.model_name} wrote into parameter(s) {shown} in place; their new values "
+            f"stay (tracing restores attributes, buffers and submodules, but not weights, which would need a "
+            f"copy of every weight): reload the weights if that was not intended", stacklevel=user_stacklevel())
     return graph, error
 
 
-def _unwrap(model: Any) -> torch.nn.Module:
-    """The nn.Module to trace: torch.compile'd models are traced through their original module."""
+def _class_name(model: torch.nn.Module) -> str:
     if isinstance(model, torch.jit.ScriptModule):
-        raise TypeError(
-            "trace_model: TorchScript modules cannot be traced (their forward runs in the TorchScript "
-            "interpreter, not in Python); trace the original nn.Module instead"
-        )
+        return getattr(model, "original_name", None) or type(model).__name__
+    return type(model).__name__
+
+
+def _no_output_message(model_name: str, result: Any) -> str:
+    what = type(result).__name__
+    if inspect.isgenerator(result):
+        why = "a generator, whose body never ran"
+    elif result is None:
+        why = "None"
+    else:
+        why = f"a {what}, which holds no tensor"
+    return (f"the forward pass of {model_name} returned {why}: the graph has no output node; return the tensors "
+            f"(e.g. list(...) of a generator) for them to be drawn")
+
+
+def user_stacklevel() -> int:
+    """The warnings stacklevel of the first frame outside this package (so a warning names user code)."""
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    f = sys._getframe(1)
+    level = 1
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(pkg):
+        f = f.f_back
+        level += 1
+    return level
+
+
+def _unwrap(model: Any) -> torch.nn.Module:
+    """The nn.Module to trace: torch.compile'd models are traced through their original module (a TorchScript
+    module is traced as it is: one opaque call, see ``Recorder.opaque_call``)."""
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"trace_model: model must be a torch.nn.Module, got {type(model).__name__}")
+    if isinstance(model, torch.jit.ScriptModule):
+        return model
     orig = model.__dict__.get("_orig_mod") or getattr(model, "_modules", {}).get("_orig_mod")
     if type(model).__name__ == "OptimizedModule" and isinstance(orig, torch.nn.Module):
         return orig
@@ -106,6 +148,10 @@ def _finalize(rec: Recorder, model_name: str, error: BaseException | None,
     if error is not None:
         # the op whose exception escaped (ops that raised and were caught by the model leave no node)
         error_node = rec.failed_node(error)
+        if error_node is None:         # a torch call that rejected its arguments never reached the mode
+            call = rejected_call(error)
+            if call is not None:
+                error_node = rec.record_rejected(call, error)
         failed_calls = {cid for cid, exc in rec.failed_exits if in_chain(exc, error)}
         if error_node is not None:
             failed_calls.update(_ancestors(rec, rec.nodes[-1].parent))

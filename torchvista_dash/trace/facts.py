@@ -33,9 +33,17 @@ def tensor_meta(t: torch.Tensor) -> tuple[TensorMeta, str]:
 
 _CLASS_INFO: dict[type, tuple[str, bool, bool]] = {}
 _ATTR_TYPES = (bool, int, float)
+_UNINITIALIZED = torch.nn.parameter.UninitializedTensorMixin
+SCRIPT_NOTE = ("TorchScript: drawn as one opaque call (its ops run in the TorchScript interpreter, "
+               "out of the tracer's sight)")
 
 
-def _class_info(cls: type) -> tuple[str, bool, bool]:
+def is_uninitialized(t: Any) -> bool:
+    """A lazy module's parameter or buffer before its first call: it has no shape yet."""
+    return isinstance(t, _UNINITIALIZED)
+
+
+def class_info(cls: type) -> tuple[str, bool, bool]:
     """(name, defined under torch.nn, overrides extra_repr): per class, computed once."""
     info = _CLASS_INFO.get(cls)
     if info is None:
@@ -50,19 +58,21 @@ def module_info(m: torch.nn.Module, num_params: int) -> tuple[Any, ...]:
     Exact type checks (not isinstance) on attribute values: isinstance on an object with a custom
     __getattribute__ (a Hugging Face config) runs Python code.
     """
-    name, builtin, custom_repr = _class_info(type(m))
+    name, builtin, custom_repr = class_info(type(m))
     params: tuple[ParamInfo, ...] = ()
+    if isinstance(m, torch.jit.ScriptModule):
+        name, custom_repr = getattr(m, "original_name", None) or name, False
     if m._parameters or m._buffers:
         params = tuple(
             new_param({"name": n, "shape": tuple(p.shape), "dtype": dtype_name(p.dtype),
                         "trainable": p.requires_grad, "is_buffer": False})
-            for n, p in m._parameters.items() if p is not None
+            for n, p in m._parameters.items() if p is not None and not is_uninitialized(p)
         ) + tuple(
             new_param({"name": n, "shape": tuple(b.shape), "dtype": dtype_name(b.dtype), "trainable": False,
                         "is_buffer": True})
-            for n, b in m._buffers.items() if b is not None
+            for n, b in m._buffers.items() if b is not None and not is_uninitialized(b)
         )
-    extra = ""
+    extra = SCRIPT_NOTE if isinstance(m, torch.jit.ScriptModule) else ""
     if custom_repr:
         try:
             extra = m.extra_repr()

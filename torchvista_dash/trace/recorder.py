@@ -22,7 +22,16 @@ from torch.overrides import TorchFunctionMode
 from ..graph import Edge, ModuleCall, Node, TensorMeta, call_id_for
 from .cost import FlopMeter
 from .describe import IN_PLACE_NONE_RETURN, clip, func_name, short_repr, source_path
-from .facts import METAS, fast_factory, module_info, new_edge, new_node, tensor_meta
+from .facts import (
+    METAS,
+    class_info,
+    fast_factory,
+    is_uninitialized,
+    module_info,
+    new_edge,
+    new_node,
+    tensor_meta,
+)
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 # Only the tracer itself is skipped when looking for the user's line: models defined elsewhere in this
@@ -39,13 +48,15 @@ class Recorder:
 
     def __init__(self, model: torch.nn.Module) -> None:
         # Reading .shape/.dtype of an nn.Parameter goes through Parameter.__torch_function__ (Python) unless
-        # subclass dispatch is off: read every static fact about the model here, once, with it off.
+        # subclass dispatch is off: read the model's parameter facts here, once, with it off.
         with torch._C.DisableTorchFunctionSubclass():
             self._read_model(model)
         self.nodes: list[Node] = []
         self.edges: list[Edge] = []
         # id(tensor) -> (weakref to it, node id, tensor name "n:i/k", meta, text): who holds its value now
         self.producer: dict[int, tuple[Any, str, str, TensorMeta, str]] = {}
+        # (id(parameter), innermost call) -> the same entry for that call's node of the parameter
+        self.param_nodes: dict[tuple[int, str | None], tuple[Any, str, str, TensorMeta, str]] = {}
         self.calls: list[tuple[str, str, int, str | None, int, int]] = []   # id, qualname, module, parent, k, depth
         self.stack: list[str] = []
         self.sites: list[str | None] = []    # per open call: where a built-in module was called from
@@ -62,22 +73,47 @@ class Recorder:
     def _read_model(self, model: torch.nn.Module) -> None:
         modules = list(model.named_modules())
         self.module_names = {id(m): q for q, m in modules}
+        self.builtin = {id(m): class_info(type(m))[1] for _, m in modules}
         self.param_names: dict[int, str] = {}
         self.param_metas: dict[int, tuple[TensorMeta, str]] = {}
-        subtree: dict[str, int] = {}     # qualname -> parameters in its subtree (shared ones once)
+        # storage address -> parameter name: an in-place op writing there changes a weight (warned about)
+        self.param_storage: dict[int, str] = {}
+        self.param_writes: dict[str, None] = {}
+        self.subtree: dict[str, int] = {}     # qualname -> parameters in its subtree (shared ones once)
+        self.lazy = False
         for q, p in model.named_parameters():
             self.param_names[id(p)] = q
+            if is_uninitialized(p):       # a lazy module's: facts are read when its call ends
+                self.lazy = True
+                continue
             self.param_metas[id(p)] = tensor_meta(p)
+            ptr = p.untyped_storage().data_ptr()
+            if ptr:
+                self.param_storage.setdefault(ptr, q)
             n = p.numel()
             prefix = q
             while prefix:
                 prefix = prefix.rpartition(".")[0]
-                subtree[prefix] = subtree.get(prefix, 0) + n
+                self.subtree[prefix] = self.subtree.get(prefix, 0) + n
         for q, b in model.named_buffers():
             self.param_names.setdefault(id(b), q)
-        # Static facts about each module, read outside the function mode (inside it every .shape would be
-        # dispatched through __torch_function__).
-        self.module_info = {id(m): module_info(m, subtree.get(q, 0)) for q, m in modules}
+        # Static facts about each module (class, parameters, extra_repr, attributes) are read when its first
+        # call ends (``facts``): a lazy module has materialised its parameters by then.
+        self.module_info: dict[int, tuple[Any, ...]] = {}
+        self.modules = {id(m): m for _, m in modules}
+
+    def facts(self, mid: int) -> tuple[Any, ...]:
+        """(cls, builtin, num_params, params, extra_repr, attrs) of a module, read once (outside the mode)."""
+        info = self.module_info.get(mid)
+        if info is None:
+            m = self.modules[mid]
+            with torch._C.DisableTorchFunction():
+                if self.lazy:
+                    num = sum(p.numel() for p in m.parameters() if not is_uninitialized(p))
+                else:
+                    num = self.subtree.get(self.module_names[mid], 0)
+                info = self.module_info[mid] = module_info(m, num)
+        return info
 
     # ---- module hooks ------------------------------------------------------------------
     def pre_hook(self, module: torch.nn.Module, args: Any) -> None:
@@ -95,11 +131,12 @@ class Recorder:
         stack.append(cid)
         # Ops inside a built-in module run in torch code: their user-code location is where the module was
         # called. Find it once per call here rather than by a long walk for every op (see ``source``).
-        self.sites.append(self._walk(sys._getframe(1)) if self.module_info[mid][1] else None)
+        self.sites.append(self._walk(sys._getframe(1)) if self.builtin[mid] else None)
         self.starts.append(len(self.nodes))
 
     def post_hook(self, module: torch.nn.Module, args: Any, result: Any) -> None:
-        if id(module) not in self.module_names or not self.stack or get_ident() != self.thread:
+        mid = id(module)
+        if mid not in self.module_names or not self.stack or get_ident() != self.thread:
             return
         cid = self.stack.pop()
         site = self.sites.pop()
@@ -107,8 +144,35 @@ class Recorder:
             exc = sys.exc_info()[1]
             if exc is not None:     # called from _call_impl's except block: forward raised
                 self.failed_exits.append((cid, exc))
+        if mid not in self.module_info:
+            self.facts(mid)
         if self.starts.pop() == len(self.nodes) and result is not None:
-            self.pass_through(cid, site, result)
+            if isinstance(module, torch.jit.ScriptModule):
+                self.opaque_call(cid, site, module, args, result)
+            else:
+                self.pass_through(cid, site, result)
+
+    def opaque_call(self, cid: str, site: str | None, module: Any, args: Any, result: Any) -> None:
+        """A TorchScript module runs its ops in the TorchScript interpreter, out of the recorder's sight: it
+        gets one op node from the tensors it was given to the tensors it returned."""
+        name = f"{getattr(module, 'original_name', None) or type(module).__name__} (TorchScript)"
+        rargs: list[tuple[str, str]] = []
+        pending: list[tuple[str, str, TensorMeta, int]] = []
+        for i, t in enumerate(_flat_tensors(list(args))):
+            src, tname, meta, text = self.lookup(t, cid)
+            pending.append((src, tname, meta, i))
+            rargs.append((str(i), text))
+        nid = f"n:{len(self.nodes)}"
+        metas: list[TensorMeta] = []
+        for i, t in enumerate(_flat_tensors(result)):
+            meta, text = tensor_meta(t)
+            metas.append(meta)
+            self.producer[id(t)] = (weakref.ref(t), nid, f"{nid}/{i}", meta, text)
+        self.nodes.append(new_node({
+            "id": nid, "kind": "op", "name": name, "parent": cid, "error": None, "args": tuple(rargs),
+            "source": site, "params": (), "outputs": tuple(metas)}))
+        for src, tname, meta, p in pending:
+            self.edges.append(new_edge({"src": src, "dst": nid, "tensor": tname, "meta": meta, "dst_arg": p}))
 
     def pass_through(self, cid: str, site: str | None, result: Any) -> None:
         """A call that ran no op but returned tensors it was given (``nn.Identity``, a drop-path at rate 0)
@@ -175,11 +239,21 @@ class Recorder:
 
     def lookup(self, t: torch.Tensor, parent: str | None) -> tuple[str, str, TensorMeta, str]:
         """(node id, tensor name, meta, text) of the value ``t`` holds now; parameters/constants get a node
-        on first use."""
+        on first use.
+
+        A parameter (or buffer) gets one node in each innermost call that reads it: it belongs to its module,
+        not to the first call that used it, so calls sharing a weight (a module called twice, a tied
+        embedding) are never joined by an edge that carries it.
+        """
         e = self.producer.get(id(t))
         if e is not None and e[0]() is t:
             return e[1], e[2], e[3], e[4]
         q = self.param_names.get(id(t))
+        if q is not None:
+            key = (id(t), parent)
+            e = self.param_nodes.get(key)
+            if e is not None and e[0]() is t:
+                return e[1], e[2], e[3], e[4]
         meta, text = self.param_metas.get(id(t)) or tensor_meta(t)
         nid = f"n:{len(self.nodes)}"
         self.nodes.append(new_node({
@@ -187,7 +261,10 @@ class Recorder:
             "parent": parent, "error": None, "args": (), "source": None, "params": () if q is None else (q,),
             "outputs": (meta,)}))
         entry = (weakref.ref(t), nid, nid + "/0", meta, text)
-        self.producer[id(t)] = entry
+        if q is None:
+            self.producer[id(t)] = entry
+        else:
+            self.param_nodes[key] = entry
         return nid, entry[2], meta, text
 
     def add_input(self, name: str, t: torch.Tensor) -> None:
@@ -269,6 +346,8 @@ class Recorder:
             in_place = _IN_PLACE[name] = (name[-1] == "_" and name[0] != "_") or name.startswith("__i")
         if "out" in kwargs:
             in_place = True
+        if in_place and self.param_storage and args and isinstance(args[0], _Tensor):
+            self.note_write(args[0])
         if out is None and name in IN_PLACE_NONE_RETURN and args and isinstance(args[0], _Tensor):
             out, in_place = args[0], True
         nid = f"n:{len(self.nodes)}"     # after its parameter/constant inputs: ids stay in topological order
@@ -313,6 +392,32 @@ class Recorder:
             self.edges.append(new_edge({"src": src, "dst": nid, "tensor": tname, "meta": meta, "dst_arg": p}))
         return nid
 
+    def record_rejected(self, call: Any, error: BaseException) -> str | None:
+        """The node of a torch call that rejected its arguments before dispatch (see ``rejected``): recorded
+        as ``record`` would have, inside the innermost call that the exception left, at the call's line."""
+        parent = next((cid for cid, exc in self.failed_exits if in_chain(exc, error)), None)
+        if parent is not None:
+            self.stack.append(parent)
+        try:
+            self.record(call, call.args, call.kwargs, None, error=error)
+        finally:
+            if parent is not None:
+                self.stack.pop()
+        f = self.failed_ops[-1]
+        self.failed_ops[-1] = (f[0], f[1], self._walk(call.frame), *f[3:])
+        return self.failed_node(error)
+
+    def note_write(self, t: torch.Tensor) -> None:
+        """An in-place op wrote into ``t``: if that is a parameter's storage (``weight.data.fill_``, a view of
+        a weight), remember the parameter; its version counter does not always tell."""
+        try:
+            ptr = t.untyped_storage().data_ptr()
+        except (RuntimeError, NotImplementedError):     # tensors without a plain storage
+            return
+        q = self.param_storage.get(ptr)
+        if q is not None:
+            self.param_writes[q] = None
+
     def note_size(self, args: tuple[Any, ...], out: Any) -> None:
         """Remember where a torch.Size came from so the op that uses it can say so in its details."""
         if args and isinstance(args[0], _Tensor):
@@ -325,7 +430,7 @@ class Recorder:
         out = []
         new_call = fast_factory(ModuleCall)
         for cid, qualname, module, parent, k, depth in self.calls:
-            cls, builtin, num_params, params, extra, attrs = self.module_info[module]
+            cls, builtin, num_params, params, extra, attrs = self.facts(module)
             out.append(new_call({
                 "id": cid, "qualname": qualname, "cls": cls, "parent": parent, "call_index": k,
                 "num_params": num_params, "params": params, "extra_repr": extra, "attrs": attrs,

@@ -1,69 +1,142 @@
-"""Snapshot and restore everything a forward pass may change on a model.
+"""Snapshot and restore what a forward pass may change on a model; detect what cannot be restored cheaply.
 
-Tracing must leave the model exactly as it was, whatever happens: training flags, parameter objects and
-their ``requires_grad``, buffers (a training-mode BatchNorm updates its running stats even under no_grad)
-and the module's own hook dictionaries.
+Restored, whatever happens: each module's ``__dict__`` entries (attributes set, added or deleted in forward),
+its parameter, buffer and submodule tables (a ``register_buffer`` or a new submodule in forward is removed
+again), its hook tables, training flags, ``requires_grad``, a parameter's ``.data`` swapped for another
+tensor, and buffer values (a training-mode BatchNorm updates running stats even under no_grad) with the
+buffer objects themselves kept (an ``inference_mode`` buffer is written back in inference mode).
+Not restored: values written into a parameter in place (``weight.data.fill_``), since undoing that would
+need a copy of every weight; such writes are detected (version counters, and the recorder's in-place ops on
+a parameter's storage) and reported by name. Modules that are still lazy (``nn.LazyLinear`` before its first
+call) are left to materialise, as after any first forward pass; TorchScript modules keep their own tables.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch.nn.modules.lazy import LazyModuleMixin
 
-_HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks",
-               "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_forward_pre_hooks_with_kwargs")
+_MISSING = object()
+# nn.Module's own bookkeeping containers (_parameters, _buffers, _modules, the hook tables, the set of
+# non-persistent buffers): their contents are restored too. User attributes are restored by identity only.
+_TABLES = frozenset(k for k, v in torch.nn.Module().__dict__.items() if isinstance(v, (dict, set)))
+
+
+def is_lazy(m: torch.nn.Module) -> bool:
+    """A lazy module whose parameters are not materialised yet (its first call will create them)."""
+    return isinstance(m, LazyModuleMixin) and m.has_uninitialized_params()
 
 
 class ModelState:
     """What ``restore()`` puts back: taken before the trace, applied in a ``finally``."""
 
     def __init__(self, model: torch.nn.Module) -> None:
-        self.modules = list(model.modules())
+        named = list(model.named_modules())
+        self.modules = [m for _, m in named]
         self.training = [m.training for m in self.modules]
-        self.params: list[tuple[torch.nn.Module, str, Any, bool]] = []
+        # (module __dict__, shallow copy, [(table, copy of its contents)]) for ordinary (not lazy, not scripted) ones
+        self.dicts: list[tuple[dict[str, Any], dict[str, Any], list[tuple[Any, Any]]]] = []
+        self.params: list[tuple[str, torch.nn.Parameter, bool, int, torch.Tensor]] = []
         # values are always copied back: kernels such as batch_norm update running stats without bumping
         # the tensor's version counter, so "unchanged" cannot be told cheaply
-        self.buffers: list[tuple[torch.nn.Module, str, Any, Any]] = []
-        self.hooks: list[tuple[dict[str, Any], str, dict[Any, Any]]] = []    # (module __dict__, attr, copy)
+        self.buffers: list[tuple[torch.nn.Module, str, torch.Tensor, torch.Tensor]] = []
+        script = torch.jit.ScriptModule
         with torch.no_grad(), torch._C.DisableTorchFunctionSubclass():   # no Parameter.__torch_function__
-            for m in self.modules:
-                for name, p in m._parameters.items():
-                    self.params.append((m, name, p, bool(p is not None and p.requires_grad)))
+            lazy: set[int] = {id(m) for m in self.modules if is_lazy(m)}
+            seen: set[int] = set()
+            for q, m in named:
+                if id(m) in lazy:
+                    continue
+                if not isinstance(m, script):
+                    md = m.__dict__
+                    tables = [(v, v.copy()) for k, v in md.items() if k in _TABLES and isinstance(v, (dict, set))]
+                    self.dicts.append((md, dict(md), tables))
                 for name, b in m._buffers.items():
-                    self.buffers.append((m, name, b, None if b is None else b.detach().clone()))
-                md = m.__dict__
-                for attr in _HOOK_DICTS:
-                    d = md.get(attr)
-                    if d is not None:
-                        self.hooks.append((md, attr, dict(d) if d else {}))
+                    if b is not None:
+                        self.buffers.append((m, name, b, b.detach().clone()))
+                for name, p in m._parameters.items():
+                    if p is not None and id(p) not in seen:
+                        seen.add(id(p))
+                        self.params.append((f"{q}.{name}" if q else name, p, p.requires_grad, _version(p), p.data))
 
-    def restore(self) -> None:
-        """Put every snapshotted flag, object and value back (never raises on a well-formed model)."""
+    def restore(self) -> list[str]:
+        """Put every snapshotted object, flag and value back (never raises on a well-formed model).
+
+        Returns the names of parameters whose values were written in place (not restored: see the module doc).
+        """
+        written: list[str] = []
         with torch.no_grad(), torch._C.DisableTorchFunctionSubclass():
+            for md, saved, tables in self.dicts:
+                for table, copy in tables:
+                    if not _same(table, copy):
+                        table.clear()
+                        table.update(copy)
+                if len(md) != len(saved) or any(md.get(k, _MISSING) is not v for k, v in saved.items()):
+                    # an attribute, buffer or submodule set, added or deleted in forward
+                    md.clear()
+                    md.update(saved)
             for m, flag in zip(self.modules, self.training, strict=True):
-                if m.training is not flag:     # nn.Module.__setattr__ is slow; most flags never changed
+                if m.training is not flag:     # scripted modules keep the flag elsewhere; set it back there too
                     m.training = flag
-            for m, name, p, rg in self.params:
-                if m._parameters.get(name) is not p:
-                    m._parameters[name] = p
-                if p is not None and p.requires_grad != rg:
+            for name, p, rg, version, data in self.params:
+                if p.requires_grad != rg:
                     p.requires_grad_(rg)
-            for m, name, b, saved in self.buffers:
-                if m._buffers.get(name) is not b:
-                    m._buffers[name] = b
-                if b is None or saved is None or b.device.type == "meta":
+                if p.data_ptr() != data.data_ptr():
+                    p.data = data              # the whole tensor was swapped: the old one is still here
+                elif version >= 0 and _version(p) != version:
+                    written.append(name)
+            for m, name, b, saved_value in self.buffers:
+                if b.device.type == "meta":
                     continue
                 try:
-                    if b.shape == saved.shape and b.dtype == saved.dtype:
-                        b.copy_(saved)
+                    if b.shape == saved_value.shape and b.dtype == saved_value.dtype:
+                        if b.is_inference():
+                            with torch.inference_mode():
+                                b.copy_(saved_value)
+                        else:
+                            b.copy_(saved_value)
                     else:
-                        b.data = saved
-                except RuntimeError:             # e.g. an inference-mode tensor: put the saved copy in its place
-                    m._buffers[name] = saved
-            for md, attr, d in self.hooks:
-                cur = md.get(attr)
-                if cur is not None and (cur or d) and dict(cur) != d:
-                    cur.clear()
-                    cur.update(d)
+                        b.data = saved_value
+                except RuntimeError:           # cannot be written (an unusual tensor): put the saved copy in
+                    m._buffers[name] = saved_value
+        return written
 
+
+def _version(p: torch.Tensor) -> int:
+    """The in-place write counter; -1 for inference tensors, which have none."""
+    return -1 if p.is_inference() else p._version
+
+
+def _same(table: Any, copy: Any) -> bool:
+    """Does ``table`` still hold exactly ``copy`` (same keys in the same order, the same objects)?"""
+    if isinstance(table, set):
+        return table == copy           # names only
+    return len(table) == len(copy) and all(table.get(k, _MISSING) is v for k, v in copy.items()) \
+        and list(table) == list(copy)
+
+
+def quiet_lazy_init(model: torch.nn.Module) -> Callable[[], None]:
+    """Let lazy modules materialise their parameters out of the recorder's sight (their init ops are not
+    part of the forward pass); returns the function that puts their own hooks back if they never ran."""
+    swapped: list[tuple[dict[int, Any], int, Any, Any]] = []
+    for m in model.modules():
+        handle = getattr(m, "_initialize_hook", None) if is_lazy(m) else None
+        hook = m._forward_pre_hooks.get(handle.id) if handle is not None else None
+        if hook is None:
+            continue
+
+        def quiet(module: torch.nn.Module, args: Any, kwargs: Any = None, _hook: Any = hook) -> Any:
+            with torch._C.DisableTorchFunction():
+                return _hook(module, args, kwargs)
+
+        m._forward_pre_hooks[handle.id] = quiet
+        swapped.append((m._forward_pre_hooks, handle.id, quiet, hook))
+
+    def undo() -> None:
+        for hooks, key, quiet, hook in swapped:
+            if hooks.get(key) is quiet:
+                hooks[key] = hook
+    return undo

@@ -73,7 +73,7 @@ def bind_arg_names(forward: Callable[..., Any], n_args: int) -> list[str]:
         try:
             params = list(inspect.signature(forward).parameters.values())
         except (TypeError, ValueError):
-            params = []
+            params = _schema_params(forward)
         if func is not None:
             _SIGNATURES[func] = params
     for p in params:
@@ -85,6 +85,15 @@ def bind_arg_names(forward: Callable[..., Any], n_args: int) -> list[str]:
             break
     names.extend(f"args[{i}]" for i in range(len(names), n_args))
     return names
+
+
+def _schema_params(forward: Any) -> list[inspect.Parameter]:
+    """A TorchScript method has no Python signature; its schema names the arguments (after ``self``)."""
+    try:
+        return [inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                for a in forward.schema.arguments[1:]]
+    except (AttributeError, TypeError, ValueError, RuntimeError):
+        return []
 
 
 def check_inputs(inputs: Any, kwargs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
