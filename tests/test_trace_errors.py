@@ -105,3 +105,66 @@ def test_python_error_outside_any_op_marks_modules() -> None:
     assert g.error is not None and g.error.node is None and g.error.type == "ValueError"
     assert {c.id for c in g.module_calls if c.failed} == {"mod:(root)", "mod:inner"}
     assert [n.name for n in g.nodes if n.kind == "op"] == ["linear"]
+
+
+class ConvGivenAList(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.pre = torch.nn.Linear(3, 3)
+        self.conv = torch.nn.Conv2d(1, 2, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.pre(x).reshape(1, 1, 3, 3)
+        return self.conv([y])          # rejected by torch's argument parser, before any dispatch
+
+
+def test_a_call_rejected_before_dispatch_is_the_failing_op_with_its_inputs() -> None:
+    with pytest.warns(UserWarning, match="TypeError"):
+        t = trace_model(ConvGivenAList(), torch.randn(3, 3))
+    g = t.graph
+    assert g.error is not None and g.error.type == "TypeError" and g.error.node is not None
+    bad = g.node_by_id[g.error.node]
+    assert bad.name == "conv2d" and bad.parent == "mod:conv" and bad.kind == "op"
+    assert bad.error is not None and "invalid combination of arguments" in bad.error
+    preds = [(g.node_by_id[e.src].kind, g.node_by_id[e.src].name) for e in g.edges if e.dst == bad.id]
+    assert preds == [("op", "reshape"), ("parameter", "conv.weight"), ("parameter", "conv.bias")]
+    assert bad.params == ("conv.weight", "conv.bias")
+    assert bad.source is not None and bad.source.endswith(f"test_trace_errors.py:{_line_of('self.conv([y])')}")
+    assert {c.id for c in g.module_calls if c.failed} == {"mod:(root)", "mod:conv"}
+    v = t.view(depth=1)
+    assert next(n for n in v.nodes if n.id == "mod:conv").failed
+
+
+def test_a_tensor_method_rejected_before_dispatch_is_recorded_too() -> None:
+    class BadView(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            shape = [x]
+            return x.view(shape)
+
+    with pytest.warns(UserWarning, match="TypeError"):
+        t = trace_model(BadView(), torch.randn(4))
+    g = t.graph
+    assert g.error is not None and g.error.node is not None
+    bad = g.node_by_id[g.error.node]
+    assert bad.name == "view" and bad.parent == "mod:(root)"
+    # the tensor it was called on, and the tensor inside the list, both from the input
+    assert [g.node_by_id[e.src].kind for e in g.edges if e.dst == bad.id] == ["input", "input"]
+
+
+def test_a_type_error_of_user_code_gets_no_op_node() -> None:
+    def helper(a: int, b: int) -> int:
+        return a + b
+
+    class UserBug(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x * helper(1, "2")  # type: ignore[arg-type]
+
+    with pytest.warns(UserWarning, match="TypeError"):
+        t = trace_model(UserBug(), torch.randn(2))
+    assert t.graph.error is not None and t.graph.error.node is None
+    assert not [n for n in t.graph.nodes if n.error]
+
+
+def _line_of(text: str) -> int:
+    with open(__file__, encoding="utf-8") as f:
+        return next(i for i, line in enumerate(f, 1) if text in line and "return" in line)

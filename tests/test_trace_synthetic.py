@@ -56,13 +56,14 @@ def test_module_reuse_and_loops_give_one_call_each() -> None:
     assert [c.id for c in g.calls_by_qualname["block.fc"]] == ["mod:block.fc", "mod:block.fc#1", "mod:block.fc#2"]
     # the nested call points at the matching call of its parent
     assert [c.parent for c in g.calls_by_qualname["block.fc"]] == ["mod:block", "mod:block#1", "mod:block#2"]
-    # second call of fc consumes the first one's output; both use the same parameter node
+    # second call of fc consumes the first one's output; each call reads the weight from a node of its own
+    # (a parameter belongs to its module, not to the first call: no edge carries it from one call to the next)
     lin = _by_name(g, "linear")
     assert lin[0].parent == "mod:fc" and lin[1].parent == "mod:fc#1"
     assert lin[0].id in _preds(g, lin[1].id)
-    (w,) = _by_name(g, "fc.weight", "parameter")
-    assert w.id in _preds(g, lin[0].id) and w.id in _preds(g, lin[1].id)
-    assert w.parent == "mod:fc"     # the innermost call of the op that first consumed it
+    w0, w1 = _by_name(g, "fc.weight", "parameter")
+    assert (w0.parent, w1.parent) == ("mod:fc", "mod:fc#1")
+    assert w0.id in _preds(g, lin[0].id) and w1.id in _preds(g, lin[1].id) and w0.id not in _preds(g, lin[1].id)
     root = g.call_by_id["mod:(root)"]
     assert root.depth == 0 and g.call_by_id["mod:block.fc#2"].depth == 2
     assert g.call_by_id["mod:fc"].builtin and not root.builtin

@@ -111,7 +111,7 @@ def _no_output_message(model_name: str, result: Any) -> str:
     elif result is None:
         why = "None"
     else:
-        why = f"a {what}, which holds no tensor"
+        why = f"{'an' if what[:1] in 'aeiouAEIOU' else 'a'} {what}, which holds no tensor"
     return (f"the forward pass of {model_name} returned {why}: the graph has no output node; return the tensors "
             f"(e.g. list(...) of a generator) for them to be drawn")
 
