@@ -7,7 +7,7 @@ from typing import Any
 
 from dash import dcc
 
-from ..render.export import html_page
+from ..render.export import figure_json_text, html_page
 from ..render.static import static_image as draw_static
 from . import registry, state
 
@@ -17,15 +17,13 @@ def _filename(data: dict[str, Any], ext: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) + f"-view.{ext}"
 
 
-def current_figure(data: dict[str, Any]) -> Any:
-    """The browser's current view as a plotly Figure, framed to show all of it."""
-    import plotly.graph_objects as go
-
+def current_figure(data: dict[str, Any]) -> dict[str, Any]:
+    """The browser's current view as a plotly figure (JSON-able dicts), framed to show all of it."""
     tid = data["trace"]
     spec = state.spec_from_store(data)
     draw = state.draw_from_store(data)
     ranges = state.full_ranges(state.layout_of(tid, spec, draw.rankdir))
-    return go.Figure(state.figure_with_ranges(tid, spec, draw, ranges))
+    return state.figure_with_ranges(tid, spec, draw, ranges)
 
 
 def static_image(data: dict[str, Any], fmt: str) -> bytes:
@@ -44,7 +42,7 @@ def export_current_view(data: dict[str, Any], fmt: str) -> dict[str, Any]:
         page = html_page(fig, registry.get(data["trace"]).graph.model_name)
         return dcc.send_string(page, _filename(data, "html"))
     if fmt == "json":
-        return dcc.send_string(fig.to_json(), _filename(data, "json"))
+        return dcc.send_string(figure_json_text(fig), _filename(data, "json"))
     if fmt in ("svg", "png"):
         return dcc.send_bytes(static_image(data, fmt), _filename(data, fmt))
     raise ValueError(f"unknown export format {fmt!r}")
