@@ -19,6 +19,7 @@ serve: $(STAMP) system $(PLOTLY_BASIC)
 
 test: $(STAMP) system $(PLOTLY_BASIC)
 	$(BIN)/python -m ruff check .
+	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP) system $(PLOTLY_BASIC)
@@ -29,6 +30,7 @@ images: $(STAMP) system $(PLOTLY_BASIC)
 
 lint: $(STAMP)
 	$(BIN)/python -m ruff check .
+	$(BIN)/python -m mypy
 
 # Graphviz (dot) and Chromium (browser tests, screenshots) from the system's packages, when missing.
 system:

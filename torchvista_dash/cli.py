@@ -179,8 +179,8 @@ def _serve(ns: argparse.Namespace) -> int:
         options.update(gallery=gallery, title=gallery.title)
     else:
         trace = resolve_target(ns.target)
-        if trace.failed:
-            err = trace.graph.error
+        err = trace.graph.error
+        if err is not None:
             print(f"warning: the forward pass failed ({err.type}: {err.message}); serving the partial graph",
                   file=sys.stderr)
         options.update(traces=[trace], title=trace.graph.model_name or "torchvista_dash")
@@ -202,8 +202,8 @@ def _export(ns: argparse.Namespace) -> int:
         raise CLIError(f"the folder {out.parent} does not exist; create it first")
     trace = resolve_target(ns.target)
     export(trace, out, fmt=fmt, depth=depth, theme=ns.theme, rankdir=ns.direction)
-    if trace.failed:
-        err = trace.graph.error
+    err = trace.graph.error
+    if err is not None:
         print(f"warning: the forward pass failed ({err.type}: {err.message}); exported the partial graph",
               file=sys.stderr)
     print(f"wrote {out}")

@@ -397,7 +397,7 @@ def _call_to_dict(c: ModuleCall) -> dict[str, Any]:
 
 
 def _node_to_dict(n: Node) -> dict[str, Any]:
-    d = {
+    d: dict[str, Any] = {
         "id": n.id, "kind": n.kind, "name": n.name, "parent": n.parent, "error": n.error,
         "args": [list(a) for a in n.args], "source": n.source, "params": list(n.params),
         "outputs": [_meta_to_dict(m) for m in n.outputs],

@@ -160,7 +160,7 @@ def record(cls: type, table: FieldTable, what: str) -> Callable[[Any], Any]:
     dominated loading a million-node trace.
     """
     names = [f for f, _, _ in table]
-    if hasattr(cls, "__post_init__") or set(names) != set(cls.__dataclass_fields__):
+    if hasattr(cls, "__post_init__") or set(names) != set(getattr(cls, "__dataclass_fields__", ())):
         raise TypeError(f"the field table of {cls.__name__} does not match its fields")
     new = object.__new__
 
@@ -181,7 +181,7 @@ def record(cls: type, table: FieldTable, what: str) -> Callable[[Any], Any]:
             except FieldError as exc:
                 sep = " " if str(exc).startswith("must") else ": "
                 raise FieldError(f"{_which(what, d)}field {name!r}{sep}{exc}") from None
-        obj = new(cls)
+        obj: Any = new(cls)
         obj.__dict__.update(fields)
         return obj
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import Any
 
 from .graph import Graph, ModuleCall, shape_text
 from .iogroups import io_groups
@@ -99,7 +100,7 @@ CUSTOM = "custom"   # the depth control's value when a view is no depth's view (
 
 def depth_of(graph: Graph, spec: ViewSpec) -> int | str:
     """The depth control's entry for ``spec``: the depth whose view it is (-1: everything), else ``CUSTOM``."""
-    opts = {"fold_repeats": spec.fold_repeats, "show_params": spec.show_params}
+    opts: dict[str, Any] = {"fold_repeats": spec.fold_repeats, "show_params": spec.show_params}
     if spec in (expand_everything(graph, **opts), make_spec(graph, depth=None, **opts)):
         return EVERYTHING
     max_depth = max((c.depth for c in graph.module_calls), default=0)

@@ -57,7 +57,7 @@ class NextView:
     zoom_back: dict[str, Any] | None = None
 
 
-def next_view(trigger: str, value: Any, data: dict[str, Any], relayout: dict[str, Any] | None
+def next_view(trigger: str | None, value: Any, data: dict[str, Any], relayout: dict[str, Any] | None
               ) -> tuple[ViewSpec, str, str, str | None, state.Ranges] | None:
     """The view after one user action: (spec, rankdir, theme, highlight, ranges); None if nothing changes.
 
@@ -114,7 +114,7 @@ def step(trigger: str | None, value: Any, data: dict[str, Any], relayout: dict[s
         if trigger == "depth" and value == view_mod.CUSTOM:
             return None
         depth = {"expand_all": None, "collapse_all": 0}.get(trigger) if trigger != "depth" else depth_from_text(value)
-        opts = {"fold_repeats": spec.fold_repeats, "show_params": spec.show_params}
+        opts: dict[str, Any] = {"fold_repeats": spec.fold_repeats, "show_params": spec.show_params}
         new_spec = (view_mod.expand_everything(graph, **opts) if depth is None    # folded repeats too
                     else view_mod.make_spec(graph, depth=depth, **opts))
         fit = True

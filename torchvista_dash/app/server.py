@@ -104,12 +104,12 @@ class _App(dash.Dash):
 
         server = flask.Flask(name, root_path=str(_ROOT), static_folder=None)
         server.config["MAX_CONTENT_LENGTH"] = guard.max_request_bytes()
-        super().__init__(name, server=server, assets_folder=str(ASSETS_DIR), pages_folder="", **kwargs)
+        super().__init__(name, server=server, assets_folder=str(ASSETS_DIR), pages_folder="", **kwargs)  # type: ignore[arg-type]
         self.host_guard = guard.HostGuard(server.wsgi_app, allowed_hosts)
         server.wsgi_app = self.host_guard  # type: ignore[method-assign]
         self._first_picture = first_picture
 
-    def interpolate_index(self, **kwargs: Any) -> str:
+    def interpolate_index(self, **kwargs: Any) -> str:  # type: ignore[override]  # Dash passes keywords
         from flask import has_request_context, request
 
         # Dash writes the title into <title> unescaped, and it comes from the model (a trace file's

@@ -192,13 +192,13 @@ def ranges_from_relayout(relayout: dict[str, Any] | None, current: Ranges, full:
         return full
     xr = _axis_range(relayout, "xaxis")
     yr = _axis_range(relayout, "yaxis")
-    if xr is None and yr is None:
-        return current
-    if xr is None:   # only y reported: keep the aspect ratio about x's centre
-        xr = _scaled(current[0], (yr[1] - yr[0]) / max(current[1][1] - current[1][0], 1e-9))
-    if yr is None:
-        yr = _scaled(current[1], (xr[1] - xr[0]) / max(current[0][1] - current[0][0], 1e-9))
-    return [xr, yr]
+    if xr is not None and yr is not None:
+        return [xr, yr]
+    if yr is not None:   # only y reported: keep the aspect ratio about x's centre
+        return [_scaled(current[0], (yr[1] - yr[0]) / max(current[1][1] - current[1][0], 1e-9)), yr]
+    if xr is not None:
+        return [xr, _scaled(current[1], (xr[1] - xr[0]) / max(current[0][1] - current[0][0], 1e-9))]
+    return current
 
 
 def is_echo(relayout: dict[str, Any] | None, sent: list[Ranges]) -> bool:

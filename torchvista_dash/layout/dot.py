@@ -7,6 +7,7 @@ visible ids as Graphviz ``id`` attributes (element ids in Graphviz's own SVG out
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pydot
 
@@ -102,7 +103,7 @@ def build_dot(vg: VisibleGraph, rankdir: str = "TB", *, ids: bool = False) -> tu
 
     subgraphs: dict[str | None, pydot.Dot | pydot.Subgraph] = {None: g}
     cluster_names: dict[str, str] = {}
-    failed_parent = {c.id: c.failed for c in vg.clusters}
+    failed_parent: dict[str | None, bool] = {c.id: c.failed for c in vg.clusters}
     for i, c in enumerate(vg.clusters):
         # a subgraph named cluster<i> is a Graphviz cluster; pydot.Cluster would add "_", which makes pydot
         # scan the name for characters to quote
@@ -112,10 +113,10 @@ def build_dot(vg: VisibleGraph, rankdir: str = "TB", *, ids: bool = False) -> tu
         if ids:
             sub.set("id", quote(c.id))
         subgraphs[c.id] = sub
-        cluster_names[sub.get_name()] = c.id
+        cluster_names[f"cluster{i}"] = c.id
     for c in vg.clusters:   # parents are attached after being filled, so add children first is not needed
         parent = subgraphs.get(c.parent, g)
-        parent.add_subgraph(subgraphs[c.id])
+        parent.add_subgraph(subgraphs[c.id])  # type: ignore[arg-type]  # a cluster is always a Subgraph
 
     node_names: dict[str, str] = {}
     dot_name: dict[str, int] = {}
@@ -125,7 +126,7 @@ def build_dot(vg: VisibleGraph, rankdir: str = "TB", *, ids: bool = False) -> tu
         dot_name[n.id] = i
         w, h = node_size(n)
         # sizes in inches as floats: pydot writes numbers as they are (no quoting scan)
-        attrs: dict[str, object] = {"width": round(w / 72, 4)}
+        attrs: dict[str, Any] = {"width": round(w / 72, 4)}
         if round(h / 72, 4) != two_lines:
             attrs["height"] = round(h / 72, 4)
         if ids:
@@ -137,7 +138,7 @@ def build_dot(vg: VisibleGraph, rankdir: str = "TB", *, ids: bool = False) -> tu
             attrs["style"] = "rounded,bold"
         if ids and n.failed:
             attrs["color"] = "red"
-        subgraphs.get(n.parent, g).add_node(pydot.Node(i, **attrs))
+        subgraphs.get(n.parent, g).add_node(pydot.Node(i, **attrs))  # type: ignore[arg-type]  # int: no quoting
 
     quoted: dict[str, object] = {}     # edge labels repeat (most tensors share a few shapes): quote each once
     for e in vg.edges:
@@ -173,7 +174,7 @@ def _io_ranks(g: pydot.Dot, vg: VisibleGraph, dot_name: dict[str, int]) -> None:
         if len(sides[side]) > 1:
             same = pydot.Subgraph(f"{side}s", rank="same")
             for vid in sides[side]:
-                same.add_node(pydot.Node(dot_name[vid]))
+                same.add_node(pydot.Node(dot_name[vid]))  # type: ignore[arg-type]  # int: no quoting
             g.add_subgraph(same)
     if sides["input"]:
         first = dot_name[sides["input"][0]]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import re
+from typing import Any
 
 import pydot
 
@@ -67,7 +68,7 @@ def _num(v: float) -> str:
     return f"{v:.2f}".rstrip("0").rstrip(".")
 
 
-def _pinned(box: Box) -> dict[str, str]:
+def _pinned(box: Box) -> dict[str, Any]:
     """A node drawn exactly over ``box``."""
     x0, y0, x1, y1 = box
     return {"pos": f"{_num((x0 + x1) / 2)},{_num((y0 + y1) / 2)}!", "width": _num((x1 - x0) / 72),
@@ -131,7 +132,7 @@ def static_dot(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "lig
     for e in layout.edges:
         if e.src not in index or e.dst not in index:
             continue
-        attrs: dict[str, object] = {}
+        attrs: dict[str, Any] = {}
         pos = _spline(e.points)
         if pos:
             attrs["pos"] = pos

@@ -48,7 +48,7 @@ def class_info(cls: type) -> tuple[str, bool, bool]:
     info = _CLASS_INFO.get(cls)
     if info is None:
         info = _CLASS_INFO[cls] = (cls.__name__, cls.__module__.startswith("torch.nn."),
-                                   cls.extra_repr is not torch.nn.Module.extra_repr)
+                                   getattr(cls, "extra_repr", None) is not torch.nn.Module.extra_repr)
     return info
 
 
@@ -115,7 +115,7 @@ def fast_factory(cls: type) -> Any:
             fields = {**defaults, **fields}
             if len(fields) != n_fields:
                 return cls(**fields)
-        obj = new(cls)
+        obj: Any = new(cls)
         obj.__dict__.update(fields)
         return obj
 
