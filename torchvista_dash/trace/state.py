@@ -125,7 +125,7 @@ def quiet_lazy_init(model: torch.nn.Module) -> Callable[[], None]:
     for m in model.modules():
         handle = getattr(m, "_initialize_hook", None) if is_lazy(m) else None
         hook = m._forward_pre_hooks.get(handle.id) if handle is not None else None
-        if hook is None:
+        if handle is None or hook is None:
             continue
 
         def quiet(module: torch.nn.Module, args: Any, kwargs: Any = None, _hook: Any = hook) -> Any:
