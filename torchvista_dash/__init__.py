@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from .compare import Diff, compare
 from .graph import Graph, TraceFormatError
 from .traced import Trace, load_trace, trace_model
 
 __version__ = "0.1.0"
-__all__ = ["Graph", "ModelGraph", "Trace", "TraceFormatError", "load_trace", "trace_model", "__version__"]
+__all__ = ["Diff", "Graph", "ModelGraph", "Trace", "TraceFormatError", "compare", "load_trace", "trace_model",
+           "__version__"]
 
 
 def __getattr__(name: str) -> Any:

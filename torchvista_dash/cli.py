@@ -1,4 +1,5 @@
-"""``python -m torchvista_dash serve|export``: the gallery, a saved trace or a model function, served or exported.
+"""``python -m torchvista_dash serve|export|diff``: the gallery, a saved trace or a model function, served or
+exported; ``diff A B`` compares two of them.
 
 TARGET is one of: a saved trace (``trace.json``), ``package.module:function`` (a function returning
 ``(model, inputs)`` or ``(model, args, kwargs)``), or the name of a built-in demo (``gpt``); ``serve``
@@ -210,6 +211,36 @@ def _export(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _diff(ns: argparse.Namespace) -> int:
+    from .compare import compare
+
+    a, b = resolve_target(ns.a), resolve_target(ns.b)
+    d = compare(a, b)
+    s = d.summary()
+    print(f"{ns.a} → {ns.b}: {len(s['added'])} added, {len(s['removed'])} removed, {len(s['changed'])} changed")
+    if ns.output is None:
+        from .app.server import make_app, serve_forever
+
+        check_port_free(ns.host, ns.port)
+        serve_forever(make_app(traces=[d.trace], depth=_depth(ns.depth), theme=ns.theme, rankdir=ns.direction,
+                               title=f"diff: {d.trace.graph.model_name}", allowed_hosts=ns.allow_host),
+                      ns.host, ns.port)
+        return 0
+    out = Path(ns.output)
+    fmt = out.suffix.lstrip(".").lower()
+    if fmt not in EXPORT_FORMATS:
+        raise CLIError(f"can't tell the format of {out}: use one of the extensions {', '.join(EXPORT_FORMATS)} "
+                       "(json writes the summary)")
+    if not out.parent.exists():
+        raise CLIError(f"the folder {out.parent} does not exist; create it first")
+    if fmt == "json":
+        d.export(out)
+    else:
+        d.export(out, depth=_depth(ns.depth), theme=ns.theme, rankdir=ns.direction)
+    print(f"wrote {out}")
+    return 0
+
+
 def _view_options(p: argparse.ArgumentParser) -> None:
     """The first view's options, the same for serve and export."""
     p.add_argument("--depth", default="1", help="module depth to open (default 1; -1 or all opens everything)")
@@ -238,6 +269,17 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--format", choices=EXPORT_FORMATS, help="override the format the extension implies")
     _view_options(e)
     e.set_defaults(func=_export)
+    d = sub.add_parser("diff", help="compare two traces: serve the diff drawn as one graph, or export it with -o")
+    d.add_argument("a", help="the first (older) trace: " + target_help)
+    d.add_argument("b", help="the second (newer) trace, the same kinds of TARGET")
+    d.add_argument("-o", "--output", help="write the diff picture (html, svg, png, pdf) or its summary (json) "
+                                          "instead of serving it")
+    d.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
+    d.add_argument("--port", type=int, default=8050, help="port (default 8050; 0 picks a free one)")
+    d.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="also answer requests for this Host name (see serve)")
+    _view_options(d)
+    d.set_defaults(func=_diff)
     return p
 
 

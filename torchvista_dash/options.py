@@ -16,6 +16,7 @@ ThemeName = Literal["light", "dark"]
 Rankdir = Literal["TB", "LR", "BT", "RL"]
 
 THEMES: tuple[ThemeName, ...] = ("light", "dark")
+COLOR_BY: tuple[str, ...] = ("flops", "params", "bytes", "time")   # the keys of costs.METRICS
 RANKDIRS: tuple[Rankdir, ...] = ("TB", "LR", "BT", "RL")
 DEFAULT_NODE_BUDGET = 1500   # boxes; over it a view collapses its deepest open calls (dot would take seconds)
 EVERYTHING = -1              # the depth control's and the CLI's "every op" (depth=None)
@@ -106,9 +107,12 @@ class DrawOptions:
     highlight: str | None = None      # a visible id outlined (a search hit)
     labels: bool | None = None        # text labels (None/True: drawn as the zoom allows; False: none)
     details: bool | None = None       # shape lines and edge labels (None/True: as the zoom allows; False: none)
+    color_by: str | None = None       # colour boxes by a cost: "flops", "params", "bytes", "time" (costs.METRICS)
 
     def __post_init__(self) -> None:
         _choice("theme", self.theme, THEMES)
+        if self.color_by is not None:
+            _choice("color_by", self.color_by, COLOR_BY)
         _choice("rankdir", self.rankdir, RANKDIRS)
         if self.highlight is not None and not isinstance(self.highlight, str):
             raise TypeError(f"highlight must be a visible id (str) or None, not {self.highlight!r}")
@@ -116,11 +120,13 @@ class DrawOptions:
         _flag("details", self.details, optional=True)
 
     def for_render(self) -> dict[str, Any]:
-        """The keyword arguments of ``render.make_figure``: every field but the layout's own (``rankdir``)."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in LAYOUT_FIELDS}
+        """The keyword arguments of ``render.make_figure``: every field but the layout's own (``rankdir``) and
+        ``color_by`` (the pipeline turns it into the figure's ``paint``)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in LAYOUT_FIELDS + PAINT_FIELDS}
 
 
 LAYOUT_FIELDS = ("rankdir",)   # DrawOptions fields that change the layout, not only the drawing
+PAINT_FIELDS = ("color_by",)   # DrawOptions fields the pipeline turns into a render.paint.Paint
 
 
 OPTION_TYPES: tuple[type[ViewOptions] | type[DrawOptions], ...] = (ViewOptions, DrawOptions)

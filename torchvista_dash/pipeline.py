@@ -17,6 +17,7 @@ from .options import DrawOptions, split_options
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import plotly.graph_objects as go
 
+    from .render.paint import Paint
     from .traced import Trace
     from .view_types import VisibleGraph
 
@@ -40,12 +41,23 @@ def resolve_format(path: Path, fmt: str | None) -> str:
     return key
 
 
-def figure_of(graph: Graph, vg: VisibleGraph, draw: DrawOptions) -> go.Figure:
+def paint_of(graph: Graph, vg: VisibleGraph, draw: DrawOptions, paint: Paint | None = None) -> Paint | None:
+    """What is painted over the kind colours: ``paint`` if given (a diff's), else boxes coloured by
+    ``draw.color_by``, else nothing."""
+    if paint is not None or draw.color_by is None:
+        return paint
+    from .render.colorby import colour_paint
+
+    return colour_paint(graph, vg, draw.color_by, draw.theme)
+
+
+def figure_of(graph: Graph, vg: VisibleGraph, draw: DrawOptions, paint: Paint | None = None) -> go.Figure:
     """The plotly Figure of a view: laid out for ``draw.rankdir``, drawn with the rest of ``draw``."""
     from .layout import layout_view
     from .render import make_figure
 
-    return make_figure(graph, vg, layout_view(vg, rankdir=draw.rankdir), **draw.for_render())
+    return make_figure(graph, vg, layout_view(vg, rankdir=draw.rankdir), paint=paint_of(graph, vg, draw, paint),
+                       **draw.for_render())
 
 
 def export(trace: Trace, path: str | Path, fmt: str | None = None, *, expanded: Iterable[str] | None = None,
@@ -70,9 +82,11 @@ def export(trace: Trace, path: str | Path, fmt: str | None = None, *, expanded: 
         return trace.save(path)
     graph = trace.graph
     vg = view_of(graph, view, expanded, unfolded)
+    paint = paint_of(graph, vg, draw, trace.paint(vg, draw.theme))
     if kind in static.STATIC_FORMATS:
         lay = layout_view(vg, rankdir=draw.rankdir)
-        path.write_bytes(static.static_image(graph, vg, lay, kind, draw.theme, highlight=draw.highlight))
+        path.write_bytes(static.static_image(graph, vg, lay, kind, draw.theme, highlight=draw.highlight,
+                                             paint=paint))
         return path
-    path.write_text(html_page(figure_of(graph, vg, draw), graph.model_name), encoding="utf-8")
+    path.write_text(html_page(figure_of(graph, vg, draw, paint), graph.model_name), encoding="utf-8")
     return path

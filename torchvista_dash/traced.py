@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     import plotly.graph_objects as go
 
     from .layout.types import Layout
+    from .render.paint import Paint
     from .view_types import VisibleGraph
 
 
@@ -93,18 +94,24 @@ class Trace:
 
         return layout_view(v if v is not None else self.view(), rankdir=rankdir)
 
+    def paint(self, vg: VisibleGraph, theme: str = "light") -> Paint | None:
+        """What this trace's pictures draw on top of their colours (None; a diff's trace paints its added,
+        removed and changed modules). Colouring by cost is a drawing option (``color_by``), not this."""
+        return None
+
     def figure(self, depth: int | None = 1, expanded: Iterable[str] | None = None, *,
                unfolded: Iterable[str] | None = None, **options: Any) -> go.Figure:
         """A plotly Figure of one view, usable anywhere Plotly is.
 
         ``options``: any of ``ViewOptions`` (fold_repeats, show_params, node_budget) and ``DrawOptions``
-        (theme, rankdir, highlight, labels, details).
+        (theme, rankdir, highlight, labels, details, color_by: colour boxes by "flops", "params", "bytes" or "time").
         """
         from .pipeline import figure_of
         from .view import view_of
 
         view, draw = split_options({"depth": depth, **options}, where="figure()")
-        return figure_of(self.graph, view_of(self.graph, view, expanded, unfolded), draw)
+        vg = view_of(self.graph, view, expanded, unfolded)
+        return figure_of(self.graph, vg, draw, paint=self.paint(vg, draw.theme))
 
     def to_html(self, path: str | Path, **options: Any) -> Path:
         """A standalone HTML file (plotly.js embedded): zoom, pan and hover work offline."""

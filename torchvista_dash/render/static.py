@@ -23,6 +23,7 @@ from ..layout.types import Box, Layout, Point
 from ..view_types import VisibleGraph, VisibleKind
 from . import shapes
 from .figure import _bounds, _check
+from .paint import Paint
 from .picture import HEADER_BASE as HEADER_OFFSET
 from .picture import HEADER_INSET as TOGGLE_INSET
 from .style import CLOSE_MARK, Theme, get_theme, kind_style, node_text
@@ -91,9 +92,11 @@ def _spline(points: tuple[Point, ...]) -> str | None:
 
 
 def static_dot(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "light", *,
-               highlight: str | None = None) -> pydot.Dot:
-    """The pydot graph that draws the layout's geometry as-is (for ``neato -n2``) with the figure's colours."""
+               highlight: str | None = None, paint: Paint | None = None) -> pydot.Dot:
+    """The pydot graph that draws the layout's geometry as-is (for ``neato -n2``) with the figure's colours
+    (and ``paint``'s: colour by cost, a diff)."""
     th: Theme = get_theme(theme)
+    paint = paint or Paint()
     _check(vg, layout, highlight)
     x0, y0, x1, y1 = _bounds(layout)
     g = pydot.Dot("torchvista_dash", graph_type="digraph", bgcolor=_colour(th.paper), outputorder="edgesfirst",
@@ -105,8 +108,11 @@ def static_dot(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "lig
     for i, cl in enumerate(sorted(vg.clusters, key=lambda c: depth[c.id])):
         box = layout.clusters[cl.id]
         line = th.failed_line if cl.failed else th.cluster_line
-        g.add_node(pydot.Node(f"c{i}", **_pinned(box), shape="box", style="rounded,filled", label="",
-                              fillcolor=_colour(th.cluster_fill), color=_colour(line), penwidth=2 if cl.failed else 1))
+        cp = paint.clusters.get(cl.id)
+        g.add_node(pydot.Node(f"c{i}", **_pinned(box), shape="box", label="",
+                              style="rounded,filled,dashed" if cp is not None and cp.dash else "rounded,filled",
+                              fillcolor=_colour(th.cluster_fill), color=_colour(cp.line if cp else line),
+                              penwidth=_num(cp.width or 2.5) if cp else (2 if cl.failed else 1)))
         text = f"{CLOSE_MARK} {cl.label}"
         hx = box[0] + TOGGLE_INSET - 6 + len(text) * HEADER_PT * 0.6 / 2
         g.add_node(pydot.Node(f"h{i}", pos=f"{_num(hx)},{_num(box[3] - HEADER_OFFSET)}!", shape="plaintext",
@@ -116,14 +122,21 @@ def static_dot(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "lig
     for i, vn in enumerate(vg.nodes):
         index[vn.id] = f"n{i}"
         ks = kind_style(th, vn.kind, vn.failed)
+        bp = paint.boxes.get(vn.id)
+        fill, line, text = (bp.fill, bp.line, bp.text) if bp is not None else (ks.fill, ks.line, ks.text)
         shape, style, peri = _GV_SHAPES.get(vn.kind, ("box", "", 1))
+        if bp is not None and bp.dash:
+            style += "dashed,"
         html_label = _h(node_text(vn))
-        if vn.sublabel:
-            html_label += f'<BR/><FONT POINT-SIZE="{_num(SMALL_PT)}">{_h(vn.sublabel)}</FONT>'
+        sublabel = paint.sublabels.get(vn.id, vn.sublabel)
+        if sublabel:
+            html_label += f'<BR/><FONT POINT-SIZE="{_num(SMALL_PT)}">{_h(sublabel)}</FONT>'
         pen = 1.8 if vn.kind in ("module", "folded") or vn.failed else 1
+        if bp is not None and bp.width:
+            pen = bp.width
         g.add_node(pydot.Node(f"n{i}", **_pinned(layout.nodes[vn.id]), shape=shape, style=f"{style}filled",
-                              peripheries=peri, fillcolor=ks.fill, color=ks.line, fontcolor=ks.text, penwidth=pen,
-                              label=f"<{html_label}>"))
+                              peripheries=peri, fillcolor=_colour(fill), color=_colour(line),
+                              fontcolor=_colour(text), penwidth=_num(pen), label=f"<{html_label}>"))
     if highlight is not None:
         b = layout.nodes.get(highlight) or layout.clusters[highlight]
         g.add_node(pydot.Node("hl", **_pinned((b[0] - 3, b[1] - 3, b[2] + 3, b[3] + 3)), shape="box",
@@ -146,9 +159,9 @@ def static_dot(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "lig
 
 
 def to_static_dot(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "light", *,
-                  highlight: str | None = None) -> str:
+                  highlight: str | None = None, paint: Paint | None = None) -> str:
     """The DOT text of ``static_dot``."""
-    return str(static_dot(graph, vg, layout, theme, highlight=highlight).to_string())
+    return str(static_dot(graph, vg, layout, theme, highlight=highlight, paint=paint).to_string())
 
 
 def layout_chain(cluster_id: str, layout: Layout) -> list[str]:
@@ -162,13 +175,13 @@ def layout_chain(cluster_id: str, layout: Layout) -> list[str]:
 
 
 def static_image(graph: Graph, vg: VisibleGraph, layout: Layout, fmt: str, theme: str = "light", *,
-                 highlight: str | None = None, timeout: float | None = None) -> bytes:
+                 highlight: str | None = None, timeout: float | None = None, paint: Paint | None = None) -> bytes:
     """``fmt`` (svg, png, pdf) drawn by Graphviz from the same geometry as the figure.
 
     Past ``timeout`` seconds (default ``$TVD_DOT_TIMEOUT``) Graphviz is stopped and GraphvizError raised."""
     if fmt not in STATIC_FORMATS:
         raise ValueError(f"static images are {', '.join(STATIC_FORMATS)}, not {fmt!r}")
-    dot = to_static_dot(graph, vg, layout, theme, highlight=highlight)
+    dot = to_static_dot(graph, vg, layout, theme, highlight=highlight, paint=paint)
     args = ["-n2"]
     if fmt == "png":
         x0, y0, x1, y1 = _bounds(layout)

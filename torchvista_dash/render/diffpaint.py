@@ -1,0 +1,129 @@
+"""The diff's paint: added boxes in green, removed ones ghosted (dashed, faded), changed ones outlined in orange.
+
+Hover shows both sides (parameters and FLOPs before → after, and what changed); a folded run whose members
+were partly added or removed says so by count ("GPT2Block ×2 → ×3: +1").
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..costs import human
+from ..graph import Graph
+from ..view_types import VisibleGraph, VisibleNode
+from .hover import esc
+from .paint import BoxPaint, Paint
+from .style import get_theme, kind_style
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..compare import Diff
+
+_COLOURS = {
+    "light": {"added": ("#d3f3d9", "#2f9e44", "#12391b"), "removed": ("rgba(160,160,160,0.10)", "#9aa0a6", "#8a8f96"),
+              "changed": "#e8590c"},
+    "dark": {"added": ("#1f3d26", "#51cf66", "#d3f9d8"), "removed": ("rgba(120,120,120,0.10)", "#6c737c", "#8a9199"),
+             "changed": "#ff922b"},
+}
+
+
+def _paints(theme: str, kind: str) -> dict[str, BoxPaint]:
+    c = _COLOURS.get(theme, _COLOURS["light"])
+    ks = kind_style(get_theme(theme), kind)
+    return {
+        "added": BoxPaint(*c["added"], width=2.0),
+        "removed": BoxPaint(*c["removed"], dash="dash", width=1.5),
+        "changed": BoxPaint(ks.fill, c["changed"], ks.text, width=3.0),
+    }
+
+
+def _status_of_box(diff: Diff, graph: Graph, vn: VisibleNode) -> tuple[str, str]:
+    """(status, count text) of a visible box: an op takes its module's added/removed status."""
+    from ..compare import ADDED, CHANGED, REMOVED, SAME
+
+    calls = graph.call_by_id
+    node = graph.node_by_id.get(vn.id)
+    if node is not None:
+        call = calls.get(node.parent) if node.parent else None
+        s = SAME if call is None else diff.status_of_call(call)
+        return (s if s in (ADDED, REMOVED) else SAME), ""
+    members = [calls[m] for m in (vn.members or (vn.id,)) if m in calls]
+    states = [diff.status_of_call(c) for c in members]
+    if not states:
+        return SAME, ""
+    if len(states) > 1:
+        n_added, n_removed = states.count(ADDED), states.count(REMOVED)
+        if (n_added or n_removed) and n_added + n_removed < len(states):
+            before, after = len(states) - n_added, len(states) - n_removed
+            delta = after - before
+            return CHANGED, f"×{before} → ×{after}: {'+' if delta > 0 else '−'}{abs(delta)}"
+    for s in (REMOVED, ADDED, CHANGED):
+        if all(x == s for x in states):
+            return s, ""
+    return (CHANGED if any(x != SAME for x in states) else SAME), ""
+
+
+def _side(diff: Diff, qualnames: list[str]) -> list[str]:
+    """Parameters and FLOPs before → after, summed over ``qualnames``."""
+    lines = []
+    for key, metric in (("params", "params"), ("flops", "flops")):
+        va = [diff.rows_a[q][key] for q in qualnames if q in diff.rows_a]
+        vb = [diff.rows_b[q][key] for q in qualnames if q in diff.rows_b]
+        a = sum(v for v in va if v is not None) if va and any(v is not None for v in va) else None
+        b = sum(v for v in vb if v is not None) if vb and any(v is not None for v in vb) else None
+        if a is None and b is None:
+            continue
+        text = f"{human(a, metric) if a is not None else 'absent'} → {human(b, metric) if b is not None else 'absent'}"
+        if a is not None and b is not None and a != b:
+            d = b - a
+            text += f" ({'+' if d > 0 else '−'}{human(abs(d), metric)})"
+        lines.append(f"{'parameters' if key == 'params' else 'FLOPs'}: {esc(text)}")
+    return lines
+
+
+def _hover(diff: Diff, status: str, count: str, qualnames: list[str]) -> str:
+    head = {"added": "added in the second trace", "removed": "removed (only in the first trace)",
+            "changed": "changed", "same": "unchanged"}[status]
+    lines = [f"<b>diff:</b> {esc(count or head)}"]
+    for q in qualnames[:1]:
+        lines += [f"• {esc(r)}" for r in diff.reasons.get(q, [])[:5]]
+    lines += _side(diff, qualnames)
+    return "<br>".join(lines)
+
+
+def diff_paint(diff: Diff, graph: Graph, vg: VisibleGraph, theme: str = "light") -> Paint:
+    """Paint ``vg`` (a view of the merged graph) with the statuses of ``diff``."""
+    calls = graph.call_by_id
+    boxes: dict[str, BoxPaint] = {}
+    hover: dict[str, str] = {}
+    sublabels: dict[str, str] = {}
+    for vn in vg.nodes:
+        status, count = _status_of_box(diff, graph, vn)
+        if status != "same":
+            boxes[vn.id] = _paints(theme, vn.kind)[status]
+        if count:
+            sublabels[vn.id] = count
+        if vn.kind in ("module", "folded"):
+            qs = [calls[m].qualname for m in (vn.members or (vn.id,)) if m in calls]
+            hover[vn.id] = _hover(diff, status, count, qs)
+        elif status != "same":
+            hover[vn.id] = f"<b>diff:</b> {esc(status)} with its module"
+    clusters: dict[str, BoxPaint] = {}
+    for cl in vg.clusters:
+        call = calls.get(cl.id)
+        if call is None:
+            continue
+        status = diff.status_of_call(call)
+        if status != "same":
+            p = _paints(theme, "module")[status]
+            clusters[cl.id] = BoxPaint("rgba(0,0,0,0)", p.line, p.text, p.dash, p.width)
+        hover[cl.id] = _hover(diff, status, "", [call.qualname])
+    s = diff.summary()
+    title = (f"diff: +{len(s['added'])} added · −{len(s['removed'])} removed · {len(s['changed'])} changed"
+             if not diff.empty else "diff: no module differs")
+    return Paint(boxes=boxes, clusters=clusters, hover=hover, sublabels=sublabels, title=title)
+
+
+def legend(theme: str = "light") -> dict[str, Any]:
+    """The colours, for a caption: status → (fill, line)."""
+    c = _COLOURS.get(theme, _COLOURS["light"])
+    return {"added": c["added"][:2], "removed": c["removed"][:2], "changed": ("", c["changed"])}
