@@ -118,7 +118,8 @@ def test_added_and_removed_at_once_draw_one_graph_with_the_removed_grafted() -> 
     s = d.summary()
     assert s["added"] == ["norm"]
     assert s["removed"] == ["gate", "gate.0", "gate.1"]
-    assert s["changed"] == ["head"]
+    assert s["changed"] == ["", "head"]             # the root: another class, and its output is 1×3 now
+    assert d.reasons[""][0] == "class _Old → _New" and "outputs 1×2 → 1×3" in d.reasons[""]
     assert any("out_features=2" in r for r in d.reasons["head"])
     g = d.trace.graph
     g.validate()
@@ -150,7 +151,8 @@ def test_cli_diff_exports_and_summarises(gpt2_pair: tuple[Any, Any], tmp_path: P
     assert "12 added" in proc.stdout and "0 removed" in proc.stdout
     svg = out.read_text()
     assert svg.lstrip().startswith("<?xml") or "<svg" in svg
-    assert "#2f9e44" in svg                         # the added block is drawn in the added colour
+    # at depth 1 the blocks fold into one box that compares by count, outlined as changed
+    assert "×2 → ×3: +1" in svg and "#e8590c" in svg
     js = tmp_path / "diff.json"
     proc = subprocess.run([sys.executable, "-m", "torchvista_dash", "diff", str(pa), str(pb), "-o", str(js)],
                           capture_output=True, text=True, timeout=300, cwd=ROOT, check=False)
