@@ -32,6 +32,7 @@ from ..layout.types import Box, Layout
 from ..view_types import VisibleGraph
 from . import picture, shapes
 from .hover import HoverIndex, esc
+from .paint import Paint, with_sublabels
 from .style import Theme, get_theme
 
 # Constant uirevision: Dash keeps the user's zoom across figure updates while it stays the same.
@@ -96,24 +97,27 @@ def _initial_ranges(graph: Graph, vg: VisibleGraph, layout: Layout, bounds: Box)
 
 def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "light", *,
                 highlight: str | None = None, details: bool | None = None, labels: bool | None = None,
-                uirevision: Any = UIREVISION) -> go.Figure:
+                uirevision: Any = UIREVISION, paint: Paint | None = None) -> go.Figure:
     """Draw one laid-out view as a plotly Figure; every box and header row is a click target carrying its id.
 
     ``highlight`` outlines one visible node or expanded cluster (a search hit). ``labels=False`` draws no text
     and ``details=False`` no shape lines or edge labels (default for both: drawn, as the zoom allows; hover
-    shows them either way).
+    shows them either way). ``paint`` (paint.py) recolours boxes, adds hover lines and a colour bar: colour by
+    cost, a diff.
     """
     th: Theme = get_theme(theme)
     _check(vg, layout, highlight)
+    paint = paint or Paint()
+    vg = with_sublabels(vg, paint)
     bounds = _bounds(layout)
     ext = picture.extent(layout, PAD)
     xr, yr = _initial_ranges(graph, vg, layout, bounds)
     show_labels = labels is not False
     show_details = details is not False
-    svg = picture.picture_svg(vg, layout, th, ext, labels=show_labels, details=show_details)
+    svg = picture.picture_svg(vg, layout, th, ext, labels=show_labels, details=show_details, paint=paint)
     hov = HoverIndex(graph, vg)
-    traces = _hit_traces(vg, layout, hov) + _highlight_trace(layout, highlight, th)
-    notes = list(vg.notes)
+    traces = _hit_traces(vg, layout, hov, paint) + _highlight_trace(layout, highlight, th) + list(paint.extra)
+    notes = list(vg.notes) + ([paint.title] if paint.title else [])
     fig_layout: dict[str, Any] = {
         "template": th.template, "showlegend": False, "hovermode": "closest", "dragmode": "pan",
         "clickmode": "event", "margin": {"l": 4, "r": 4, "t": 4, "b": 4}, "uirevision": uirevision,
@@ -165,15 +169,15 @@ def _bars(name: str, boxes: list[Box], ids: list[str], hover: list[str]) -> dict
     }
 
 
-def _hit_traces(vg: VisibleGraph, layout: Layout, hov: HoverIndex) -> list[dict[str, Any]]:
+def _hit_traces(vg: VisibleGraph, layout: Layout, hov: HoverIndex, paint: Paint) -> list[dict[str, Any]]:
     out = []
     if vg.nodes:
         out.append(_bars("nodes:labels", [layout.nodes[vn.id] for vn in vg.nodes], [vn.id for vn in vg.nodes],
-                         [hov.node_text(vn) for vn in vg.nodes]))
+                         [paint.hover_of(vn.id, hov.node_text(vn)) for vn in vg.nodes]))
     if vg.clusters:
         rows = header_rows(vg, layout)
         out.append(_bars("clusters:headers", [rows[c.id] for c in vg.clusters], [c.id for c in vg.clusters],
-                         [hov.cluster_text(c) for c in vg.clusters]))
+                         [paint.hover_of(c.id, hov.cluster_text(c)) for c in vg.clusters]))
     return out
 
 

@@ -1,17 +1,18 @@
 """Per-box paint on top of the kind styles: what colour-by and the diff of two traces change in a picture.
 
 A ``Paint`` says, for some visible boxes and clusters, which fill/outline/text to use instead of the kind's,
-which extra hover lines to add and which extra traces (a colour bar, a legend) to draw. The figure and the
-static export read it the same way, so a coloured or diffed picture looks the same in both.
+which extra hover lines and second label lines to show and which extra traces (a colour bar) to draw. The
+picture under the figure (picture.py) and the static export read it the same way, so a coloured or diffed
+picture looks the same in both.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..layout.types import Layout
-from . import shapes
+from ..view_types import VisibleGraph
 
 
 @dataclass(frozen=True)
@@ -36,21 +37,16 @@ class Paint:
     extra: tuple[dict[str, Any], ...] = ()                        # colour bar / legend traces, drawn last
     title: str = ""                                               # a note for the figure ("coloured by FLOPs")
 
+    def hover_of(self, vid: str, text: str) -> str:
+        """A box's hover text with this paint's lines for it appended."""
+        extra = self.hover.get(vid)
+        return f"{text}<br>{extra}" if extra else text
 
-def cluster_outline_traces(paint: Paint, layout: Layout, radius: float, gl: bool) -> list[dict[str, Any]]:
-    """One outline trace per distinct cluster paint (changed / added / removed clusters marked)."""
-    groups: dict[BoxPaint, tuple[list, list]] = {}
-    for cid, bp in sorted(paint.clusters.items()):
-        box = layout.clusters.get(cid)
-        if box is None:
-            continue
-        shapes.append_path(*groups.setdefault(bp, ([], [])), shapes.rounded_box(box, radius), close=True)
-    out = []
-    for i, (bp, (xs, ys)) in enumerate(groups.items()):
-        line: dict[str, Any] = {"color": bp.line, "width": bp.width or 2.5}
-        if bp.dash:
-            line["dash"] = bp.dash
-        out.append({"type": "scattergl" if gl else "scatter", "name": f"clusters:paint{i}", "x": xs, "y": ys,
-                    "mode": "lines", "line": line, "fill": "toself", "fillcolor": bp.fill,
-                    "hoverinfo": "skip", "showlegend": False})
-    return out
+
+def with_sublabels(vg: VisibleGraph, paint: Paint) -> VisibleGraph:
+    """``vg`` with ``paint``'s second label lines ("×2 → ×3: +1") in place of the boxes' own."""
+    if not paint.sublabels:
+        return vg
+    nodes = tuple(dataclasses.replace(vn, sublabel=paint.sublabels[vn.id]) if vn.id in paint.sublabels else vn
+                  for vn in vg.nodes)
+    return dataclasses.replace(vg, nodes=nodes)

@@ -21,6 +21,7 @@ from ..layout.dot import CHAR_WIDTH
 from ..layout.types import Box, Layout, Point
 from ..view_types import VisibleGraph
 from . import shapes
+from .paint import BoxPaint, Paint
 from .style import CLOSE_MARK, SHAPES, Theme, kind_style, node_text
 
 FONT_FAMILY = "Helvetica, Arial, 'Liberation Sans', 'DejaVu Sans', sans-serif"
@@ -133,26 +134,39 @@ def _kind_class(kind: str, failed: bool) -> str:
     return "k" + "".join(ch for ch in kind if ch.isalnum()) + ("f" if failed else "")
 
 
-def _shape(cv: _Canvas, shape: str, box: Box, cls: str) -> str:
+def _style(bp: BoxPaint, fill: bool = True) -> str:
+    """A painted box's inline style (overrides its kind class)."""
+    out = (f"fill:{html.escape(bp.fill)};" if fill else "fill:none;") + f"stroke:{html.escape(bp.line)}"
+    if bp.width:
+        out += f";stroke-width:{_n(bp.width)}px"
+    if bp.dash:
+        out += ";stroke-dasharray:5 3"
+    return out
+
+
+def _shape(cv: _Canvas, shape: str, box: Box, cls: str, style: str = "") -> str:
     x0, y0, x1, y1 = box
     w, h = x1 - x0, y1 - y0
     geo = f'x="{cv.x(x0)}" y="{cv.y(y1)}" width="{_n(w)}" height="{_n(h)}"'
+    attrs = f'class="{cls}"' + (f' style="{style}"' if style else "")
     if shape == "rounded":
-        return f'<rect {geo} rx="{_n(min(6.0, w / 4, h / 4))}" class="{cls}"/>'
+        return f'<rect {geo} rx="{_n(min(6.0, w / 4, h / 4))}" {attrs}/>'
     if shape == "pill":
-        return f'<rect {geo} rx="{_n(h / 2)}" class="{cls}"/>'
+        return f'<rect {geo} rx="{_n(h / 2)}" {attrs}/>'
     if shape in ("hexagon", "octagon"):
-        return f'<path d="{cv.path(shapes.outline(shape, box), True)}" class="{cls}"/>'
-    return f'<rect {geo} class="{cls}"/>'
+        return f'<path d="{cv.path(shapes.outline(shape, box), True)}" {attrs}/>'
+    return f'<rect {geo} {attrs}/>'
 
 
 def picture_svg(vg: VisibleGraph, layout: Layout, th: Theme, ext: Box, *, labels: bool = True,
-                details: bool = True) -> str:
+                details: bool = True, paint: Paint | None = None) -> str:
     """The view as an SVG document covering ``ext`` (points): clusters, edges, boxes, labels, headers.
 
     ``labels=False`` draws no text at all; ``details=False`` no shape lines or edge labels. Either way the level
-    of detail then follows the zoom as the module docstring says."""
+    of detail then follows the zoom as the module docstring says. ``paint`` recolours some boxes and outlines
+    some clusters (inline styles over the kind classes: colour by cost, a diff)."""
     cv = _Canvas(ext)
+    paint = paint or Paint()
     e = html.escape
     depth: dict[str, int] = {}
     for cl in vg.clusters:
@@ -169,6 +183,8 @@ def picture_svg(vg: VisibleGraph, layout: Layout, th: Theme, ext: Box, *, labels
         body.append(f'<rect {geo} class="c"/>')
         if cl.failed:
             body.append(f'<rect {geo} class="cf"/>')
+        if cl.id in paint.clusters:
+            body.append(f'<rect {geo} class="cf" style="{_style(paint.clusters[cl.id], fill=False)}"/>')
         if labels:
             text = header_text(cl.label, box)
             if text:
@@ -200,7 +216,8 @@ def picture_svg(vg: VisibleGraph, layout: Layout, th: Theme, ext: Box, *, labels
         kinds.add((vn.kind, vn.failed))
         k = _kind_class(vn.kind, vn.failed)
         shape = SHAPES.get(vn.kind, "rect")
-        body.append(_shape(cv, shape, box, k))
+        bp = paint.boxes.get(vn.id)
+        body.append(_shape(cv, shape, box, k, "" if bp is None else _style(bp)))
         if shape == "double":
             body.append(_shape(cv, "rect", shapes.inset(box), k + "i"))
         if not labels:
@@ -211,11 +228,12 @@ def picture_svg(vg: VisibleGraph, layout: Layout, th: Theme, ext: Box, *, labels
         cx, cy = cv.x((x0 + x1) / 2), (y0 + y1) / 2
         main = fit_text(node_text(vn), room, LABEL_PT)
         sub = fit_text(vn.sublabel, room, SUB_PT) if details and vn.sublabel else ""
+        tstyle = "" if bp is None else f' style="fill:{bp.text}"'
         if sub and y1 - y0 >= LABEL_PT * 1.2 + SUB_PT * 1.2 + 4:
-            texts.append(f'<text x="{cx}" y="{cv.y(cy + SUB_PT * 0.6)}" class="t {lod} {k}t">{e(main)}</text>'
-                         f'<text x="{cx}" y="{cv.y(cy - LABEL_PT * 0.65)}" class="s {k}t">{e(sub)}</text>')
+            texts.append(f'<text x="{cx}" y="{cv.y(cy + SUB_PT * 0.6)}" class="t {lod} {k}t"{tstyle}>{e(main)}</text>'
+                         f'<text x="{cx}" y="{cv.y(cy - LABEL_PT * 0.65)}" class="s {k}t"{tstyle}>{e(sub)}</text>')
         elif main:
-            texts.append(f'<text x="{cx}" y="{cv.y(cy)}" class="t {lod} {k}t">{e(main)}</text>')
+            texts.append(f'<text x="{cx}" y="{cv.y(cy)}" class="t {lod} {k}t"{tstyle}>{e(main)}</text>')
     return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_n(cv.width)} {_n(cv.height)}" '
             f'width="{_n(cv.width)}" height="{_n(cv.height)}" preserveAspectRatio="none">'
             f"<style>{_css(th, cv.width, kinds)}</style>"
