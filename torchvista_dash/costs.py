@@ -15,6 +15,7 @@ from .graph import Graph, ModuleCall, Node
 
 # The metrics a picture can be coloured by, and the stats() column each one is.
 METRICS: dict[str, str] = {"flops": "flops", "params": "params", "bytes": "output_bytes", "time": "time_ms"}
+METRIC_LABELS: dict[str, str] = {"flops": "FLOPs", "params": "parameters", "bytes": "output bytes", "time": "time"}
 STATS_KEYS = ("qualname", "cls", "calls", "params", "param_bytes", "flops", "output_bytes", "time_ms")
 
 _ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2,
@@ -218,3 +219,41 @@ def human(value: float | None, metric: str) -> str:
                 return f"{value / scale:.3g}{prefix}{unit}"
             return f"{value / scale:.3g} {prefix}{unit.strip()}"
     return f"{value:.0f}{unit}"
+
+
+# ---- what the details panel says about one call or op ------------------------------------------------------
+def cost_lines(graph: Graph, call_id: str | None = None, node_id: str | None = None) -> list[tuple[str, str]]:
+    """(label, text) rows: each recorded metric of a call (its totals) or an op, with its share of the model."""
+    costs = costs_of(graph)
+    rows = []
+    for metric in METRICS:
+        if not costs.has(metric) or (metric == "params" and node_id is not None):
+            continue
+        if call_id is not None:
+            v = costs.of_calls((call_id,), metric)
+        else:
+            v = costs.of_node(graph.node_by_id[str(node_id)], metric)
+        total = costs.model_total(metric)
+        if v is None:
+            continue
+        share = f" ({100.0 * v / total:.1f} %)" if total else ""
+        rows.append((METRIC_LABELS[metric], human(v, metric) + share))
+    return rows
+
+
+def heaviest_children(graph: Graph, call_id: str, metric: str = "flops", limit: int = 5
+                      ) -> list[tuple[str, str, float, float]]:
+    """The calls directly inside ``call_id`` that cost the most: (qualname, cls, value, share of this call)."""
+    costs = costs_of(graph)
+    if not costs.has(metric):
+        return []
+    mine = costs.of_calls((call_id,), metric) or 0.0
+    kids = []
+    for cid in graph.children_calls.get(call_id, []):
+        v = costs.of_calls((cid,), metric) or 0.0
+        if v > 0:
+            c = graph.call_by_id[cid]
+            kids.append((c.qualname, c.cls, v, v / mine if mine else 0.0))
+    kids.sort(key=lambda k: -k[2])
+    return kids[:limit]
+

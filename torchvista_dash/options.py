@@ -12,11 +12,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from .costs import METRICS
+
 ThemeName = Literal["light", "dark"]
 Rankdir = Literal["TB", "LR", "BT", "RL"]
 
 THEMES: tuple[ThemeName, ...] = ("light", "dark")
-COLOR_BY: tuple[str, ...] = ("flops", "params", "bytes", "time")   # the keys of costs.METRICS
+COLOR_BY: tuple[str, ...] = tuple(METRICS)   # what boxes can be coloured by
 RANKDIRS: tuple[Rankdir, ...] = ("TB", "LR", "BT", "RL")
 DEFAULT_NODE_BUDGET = 1500   # boxes; over it a view collapses its deepest open calls (dot would take seconds)
 EVERYTHING = -1              # the depth control's and the CLI's "every op" (depth=None)

@@ -135,6 +135,8 @@ def step(trigger: str | None, value: Any, data: dict[str, Any], relayout: dict[s
             ranges = state.centre_on(ranges, state.layout_of(tid, new_spec, rankdir), highlight)
     elif trigger == "fit":
         fit = True
+    elif trigger == "color_by":
+        pass                                  # the same view, painted otherwise (``_apply`` sets it)
     else:
         return None
     if fit:
@@ -170,7 +172,8 @@ def _apply(trigger: str | None, value: Any, data: dict[str, Any], relayout: dict
     tid = data["trace"]
     spec = state.drawn_spec(tid, spec)
     old_draw = state.draw_from_store(data)
-    draw = state.draw_from_store(data, rankdir=rankdir, theme=theme, highlight=highlight)
+    draw = state.draw_from_store(data, rankdir=rankdir, theme=theme, highlight=highlight,
+                                 **({"color_by": value or None} if trigger == "color_by" else {}))
     new_data = {**data, **state.spec_to_store(spec), **state.draw_to_store(draw), "ranges": ranges,
                 "relayout": relayout, "zoom_back": result.zoom_back,
                 "sent": ([ranges] + list(data.get("sent") or [data["ranges"]]))[:4]}
@@ -219,14 +222,15 @@ def _define() -> None:
         Input(ids.theme(MATCH), "value"),
         Input(ids.search(MATCH), "value"),
         Input(ids.fit(MATCH), "n_clicks"),
+        Input(ids.color_by(MATCH), "value"),
         State(ids.store(MATCH), "data"),
         State(ids.graph(MATCH), "relayoutData"),
         prevent_initial_call=True,
     )
-    def update_view(click, _ea, _ca, depth, options, direction, theme, search, _fit, data, relayout):
+    def update_view(click, _ea, _ca, depth, options, direction, theme, search, _fit, color_by, data, relayout):
         trigger = ctx.triggered_id["subcomponent"] if isinstance(ctx.triggered_id, dict) else None
         value = {"graph": clicked_id(click), "depth": depth, "options": options, "direction": direction,
-                 "theme": theme, "search": search}.get(trigger)
+                 "theme": theme, "search": search, "color_by": color_by}.get(trigger)
         try:
             return _apply(trigger, value, data, relayout, with_controls(data, options, direction, theme), depth,
                           click if trigger == "graph" else None)

@@ -36,6 +36,19 @@ BUTTON = {"marginRight": "6px", "padding": "3px 10px", "cursor": "pointer"}
 ROW = {"display": "flex", "flexWrap": "wrap", "alignItems": "center", "gap": "10px", "margin": "6px 0"}
 
 
+def color_by_control(cid: dict[str, Any], graph: Graph, value: str | None) -> dcc.Dropdown:
+    """The "colour by" menu: boxes coloured by a cost, with a colour bar (metrics the trace lacks are disabled,
+    e.g. time in a trace made without ``timing=True``)."""
+    from ..costs import METRIC_LABELS as LABELS
+    from ..costs import METRICS, costs_of
+
+    costs = costs_of(graph)
+    options = [{"label": "colour by: kind", "value": ""}] + [
+        {"label": f"colour by: {LABELS[m]}", "value": m, "disabled": not costs.has(m)} for m in METRICS]
+    return dcc.Dropdown(id=cid, options=options, value=value or "", clearable=False, searchable=False,
+                        className="tvd-color-by", style={"width": "190px", "color": "#222"})
+
+
 def _label(text: str) -> html.Span:
     """Toolbar option text in a grey that reads on both themes (Dash's own label colour is fixed)."""
     return html.Span(text, style={"color": "#8a94a6"})
@@ -104,6 +117,7 @@ class ModelGraph(html.Div):
                            options=[{"label": _label(f" {t}"), "value": t} for t in THEMES],
                            inputStyle={"marginLeft": "8px"}),
             html.Button("Fit to screen", id=_ids.fit(aio_id), n_clicks=0, style=BUTTON),
+            color_by_control(_ids.color_by(aio_id), graph, draw.color_by),
         ], style=ROW)
         toolbar2 = html.Div([
             dcc.Dropdown(id=_ids.search(aio_id), options=[], placeholder="Search modules and ops (name, qualname, class)…",

@@ -6,6 +6,7 @@ from functools import lru_cache
 
 from dash import html
 
+from ..costs import cost_lines, heaviest_children, human
 from ..graph import Graph, ModuleCall, Node, TensorMeta, meta_text, numel, shape_text
 from ..iogroups import io_groups
 from ..render.style import get_theme
@@ -93,8 +94,24 @@ def _module(trace_id: str, call: ModuleCall) -> list:
                         html.Td(shape_text(p.shape), style=MONO), html.Td(p.dtype, style=MONO),
                         html.Td("yes" if p.trainable else "no")]) for p in call.params],
             className="tvd-params-table"))
+    out += _costs(trace_id, call)
     if call.failed:
         out.append(error_text("the forward pass failed inside this module"))
+    return out
+
+
+def _costs(trace_id: str, call: ModuleCall) -> list:
+    """The call's totals (FLOPs, output bytes, time) with their shares, and its heaviest children."""
+    graph = registry.get(trace_id).graph
+    rows = cost_lines(graph, call_id=call.id)
+    if not rows:
+        return []
+    out: list = [html.Table([_row(k, v) for k, v in rows], className="tvd-cost-table")]
+    kids = heaviest_children(graph, call.id)
+    if kids:
+        out.append(html.Div("heaviest inside (FLOPs):", style={"marginTop": "6px"}))
+        out.append(html.Ol([html.Li(f"{q.rsplit('.', 1)[-1]} ({cls}): {human(v, 'flops')}, {100 * share:.0f} %",
+                                    style=MONO) for q, cls, v, share in kids], className="tvd-heaviest"))
     return out
 
 
@@ -108,6 +125,8 @@ def _node(graph: Graph, node: Node) -> list:
     if node.params:
         rows.append(_row("parameters", ", ".join(node.params)))
     rows.append(_row("outputs", ", ".join(meta_text(m) for m in node.outputs) or "—"))
+    if node.kind == "op":
+        rows += [_row(k, v) for k, v in cost_lines(graph, node_id=node.id)]
     if node.source:
         rows.append(_row("source", node.source))
     out: list = [html.H4(node.name, style={"margin": "4px 0"}), html.Table(rows, className="tvd-details-table")]

@@ -16,6 +16,7 @@ from dataclasses import replace
 from functools import lru_cache
 
 from ..options import DEFAULT_DRAW, DEFAULT_VIEW, DrawOptions, ViewOptions
+from ..pipeline import paint_of
 from ..render.static import static_image
 from ..render.style import get_theme
 from ..view_types import ViewSpec
@@ -41,9 +42,10 @@ body:has(.js-plotly-plot .main-svg) #{PICTURE_ID} {{display: none;}}
 @lru_cache(maxsize=64)
 def picture_svg(trace_id: str, spec: ViewSpec, draw: DrawOptions) -> bytes:
     """The view drawn by Graphviz from the cached layout, as the SVG export draws it (cached per view)."""
-    graph = registry.get(trace_id).graph
-    return static_image(graph, state.visible(trace_id, spec), state.layout_of(trace_id, spec, draw.rankdir), "svg",
-                        draw.theme, highlight=draw.highlight)
+    trace = registry.get(trace_id)
+    vg = state.visible(trace_id, spec)
+    return static_image(trace.graph, vg, state.layout_of(trace_id, spec, draw.rankdir), "svg", draw.theme,
+                        highlight=draw.highlight, paint=paint_of(trace.graph, vg, draw, trace.paint(vg, draw.theme)))
 
 
 def first_picture_html(trace_id: str, view: ViewOptions = DEFAULT_VIEW, draw: DrawOptions = DEFAULT_DRAW, *,

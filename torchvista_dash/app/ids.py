@@ -12,7 +12,7 @@ COMPONENT = "ModelGraph"
 
 SUBCOMPONENTS = ("root", "graph", "store", "details", "header", "notes", "expand_all", "collapse_all", "depth",
                  "options", "direction", "theme", "fit", "search", "export_html", "export_svg", "export_png",
-                 "export_json", "download", "export_status")
+                 "export_json", "download", "export_status", "color_by")
 
 
 def make(sub: str, aio_id: Any) -> dict[str, Any]:
@@ -44,3 +44,4 @@ class ids:  # noqa: N801 - the Dash All-in-One convention: ModelGraph.ids.graph(
     export_json = staticmethod(lambda aio_id: make("export_json", aio_id))
     download = staticmethod(lambda aio_id: make("download", aio_id))
     export_status = staticmethod(lambda aio_id: make("export_status", aio_id))
+    color_by = staticmethod(lambda aio_id: make("color_by", aio_id))

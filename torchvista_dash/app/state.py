@@ -18,6 +18,7 @@ from .. import view as view_mod
 from ..layout import layout_view
 from ..layout.types import Box, Layout
 from ..options import DEFAULT_NODE_BUDGET, DEFAULT_VIEW, DrawOptions, ViewOptions
+from ..pipeline import paint_of
 from ..render import make_figure
 from ..view_types import ViewSpec, VisibleGraph
 from . import registry
@@ -93,7 +94,8 @@ def figure_json(trace_id: str, spec: ViewSpec, draw: DrawOptions) -> dict[str, A
     """The figure as plain JSON-able dicts (built once per view; ranges are set per request on a copy)."""
     graph = registry.get(trace_id).graph
     vg = visible(trace_id, spec)
-    fig = make_figure(graph, vg, layout_of(trace_id, spec, draw.rankdir), **draw.for_render())
+    paint = paint_of(graph, vg, draw, registry.get(trace_id).paint(vg, draw.theme))
+    fig = make_figure(graph, vg, layout_of(trace_id, spec, draw.rankdir), paint=paint, **draw.for_render())
     return fig.to_plotly_json()
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from plotly.colors import sample_colorscale
 
+from ..costs import METRIC_LABELS as LABELS
 from ..costs import METRICS, Costs, check_metric, costs_of, human
 from ..graph import Graph
 from ..view_types import VisibleGraph, VisibleNode
@@ -23,7 +24,6 @@ from .paint import BoxPaint, Paint
 STEPS = 9
 COLORSCALE = "YlOrRd"
 SCALE_RANGE = (0.08, 0.92)          # the part of the scale used: its palest end is hard to tell from white
-LABELS = {"flops": "FLOPs", "params": "parameters", "bytes": "output bytes", "time": "time"}
 _NEUTRAL = {"light": BoxPaint("#f3f4f7", "#c3c9d3", "#6b7380"), "dark": BoxPaint("#2a2e35", "#4a515c", "#9aa3ae")}
 
 
@@ -110,4 +110,4 @@ def _colour_bar(vg: VisibleGraph, lo: float, hi: float, metric: str, colours: li
     }
 
 
-__all__ = ["METRICS", "box_value", "colour_paint", "step_colours"]
+__all__ = ["LABELS", "METRICS", "box_value", "colour_paint", "step_colours"]

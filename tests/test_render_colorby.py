@@ -1,0 +1,92 @@
+"""color_by: boxes coloured by cost with a colour bar, the value and share in hover; static export; diff paint."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from support_models import ReuseNet
+
+from torchvista_dash import compare, trace_model
+from torchvista_dash.demos import demo_trace
+from torchvista_dash.render.colorby import STEPS, step_colours
+
+
+def _trace(name: str, fig: Any) -> Any:
+    return next(t for t in fig.data if t.name == name)
+
+
+def _hover_of(fig: Any, vid: str) -> str:
+    labels = _trace("nodes:labels", fig)
+    return labels.hovertext[list(labels.customdata).index(vid)]
+
+
+def test_flops_colour_the_boxes_with_a_colour_bar_and_shares_in_hover() -> None:
+    t = demo_trace("gpt")
+    fig = t.figure(color_by="flops")
+    names = [tr.name for tr in fig.data]
+    assert "colorbar" in names and _trace("colorbar", fig).marker.showscale
+    painted = [tr for tr in fig.data if tr.name and ":paint" in tr.name]
+    assert painted, names
+    colours = set(step_colours())
+    assert {tr.fillcolor for tr in painted} & colours
+    # the heaviest box at depth 1 (the folded decoder blocks) gets the top step, its hover the share
+    rows = {r["qualname"]: r for r in t.stats()}
+    total = rows[""]["flops"]
+    blocks = sum(r["flops"] for q, r in rows.items() if re.fullmatch(r"blocks\.\d+", q))
+    hover = _hover_of(fig, "fold:mod:blocks.0")
+    assert f"({100 * blocks / total:.1f} % of the model)" in hover
+    top = next(tr for tr in painted if tr.fillcolor == step_colours()[STEPS - 1])
+    assert top.name.startswith("nodes:folded")
+    # the colour bar's ticks are powers of ten, in human units
+    bar = _trace("colorbar", fig).marker
+    assert bar.cmax == pytest.approx(math.log10(max(blocks, rows["lm_head"]["flops"])))
+    assert all("FLOP" in txt for txt in bar.colorbar.ticktext)
+    assert any("coloured by FLOPs" in a.text for a in fig.layout.annotations)
+
+
+def test_params_and_bytes_colour_too_and_time_needs_a_timed_trace() -> None:
+    t = trace_model(ReuseNet().eval(), torch.randn(3, 8))
+    for metric, word in (("params", "parameters"), ("bytes", "output bytes")):
+        fig = t.figure(color_by=metric, depth=None)
+        assert any(word in h for h in _trace("nodes:labels", fig).hovertext)
+    with pytest.raises(ValueError, match=r"timing=True"):
+        t.figure(color_by="time")
+    timed = trace_model(ReuseNet().eval(), torch.randn(3, 8), timing=True)
+    fig = timed.figure(color_by="time", depth=None)
+    assert any(" ms (" in h for h in _trace("nodes:labels", fig).hovertext)
+    with pytest.raises(ValueError, match="color_by must be one of flops, params, bytes, time"):
+        t.figure(color_by="watts")
+
+
+def test_export_svg_and_html_carry_the_colours(tmp_path: Path) -> None:
+    t = demo_trace("gpt")
+    svg = t.export(tmp_path / "g.svg", color_by="flops").read_text()
+    hexes = {"#%02x%02x%02x" % tuple(int(v) for v in c[4:-1].split(",")) for c in step_colours()}
+    assert any(h in svg for h in hexes)
+    html = t.export(tmp_path / "g.html", color_by="flops").read_text()
+    assert '"colorbar"' in html
+
+
+def test_diff_figure_marks_added_and_compares_folded_runs_by_count() -> None:
+    from support_models import build_gpt2
+
+    m2, a2, k2 = build_gpt2(n_layer=2)
+    m3, a3, k3 = build_gpt2(n_layer=3)
+    d = compare(trace_model(m2, a2, kwargs=k2), trace_model(m3, a3, kwargs=k3))
+    folded = d.figure()
+    labels = _trace("nodes:labels", folded)
+    i = list(labels.customdata).index("fold:mod:h.0")
+    assert "×2 → ×3: +1" in labels.text[i] and "×2 → ×3: +1" in labels.hovertext[i]
+    assert any(tr.name.startswith("nodes:folded:paint") and tr.line.color == "#e8590c" for tr in folded.data)
+    # unfolded, the new block is drawn added, the old ones untouched; hover gives both sides
+    flat = d.figure(fold_repeats=False)
+    added = [tr for tr in flat.data if tr.name and ":paint" in tr.name and tr.line.color == "#2f9e44"]
+    assert len(added) == 1
+    hover = _hover_of(flat, "mod:h.2")
+    assert "added in the second trace" in hover and "absent →" in hover
+    assert "unchanged" in _hover_of(flat, "mod:h.1")
