@@ -1,0 +1,79 @@
+"""The colour-by menu and a served diff, in real headless Chromium against a real server (real clicks)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from support_app import click_id, css_id, graph_dom_id, start, wait_drawn, wait_settled
+
+from torchvista_dash import compare, trace_model
+from torchvista_dash.app.server import make_app
+
+pytestmark = pytest.mark.browser
+
+G = "gallery"
+
+
+def _names(page: Any, aio_id: str) -> list[str]:
+    return page.evaluate("(d) => document.getElementById(d).querySelector('.js-plotly-plot').data.map(t => t.name)",
+                         graph_dom_id(aio_id))
+
+
+def test_colour_by_flops_from_the_menu_and_details_list_the_heaviest(page: Any, gallery_url: str) -> None:
+    page.goto(f"{gallery_url}?demo=gpt")
+    wait_drawn(page, G)
+    wait_settled(page, G)
+    assert "colorbar" not in _names(page, G)
+    page.click(css_id(G, "color_by"))
+    page.get_by_text("colour by: FLOPs", exact=True).click()
+    page.wait_for_function("(d) => document.getElementById(d).querySelector('.js-plotly-plot').data"
+                           ".some(t => t.name === 'colorbar')", arg=graph_dom_id(G), timeout=20_000)
+    assert any(":paint" in n for n in _names(page, G))
+    # time was not measured for the demo: its entry is there but disabled
+    page.click(css_id(G, "color_by"))
+    page.get_by_text("colour by: time", exact=True).click(force=True)
+    page.keyboard.press("Escape")
+    assert "colour by: FLOPs" in page.inner_text(css_id(G, "color_by"))
+    assert "app-error" not in page.content()
+    # a module's details: its FLOPs and share of the model
+    click_id(page, G, "mod:lm_head")
+    page.wait_for_function("(d) => document.getElementById(d).innerText.includes('FLOPs')",
+                           arg=graph_dom_id(G, "details"), timeout=20_000)
+    text = page.inner_text(css_id(G, "details"))
+    assert "FLOP" in text and "%" in text
+
+
+def test_served_diff_draws_the_added_block(page: Any) -> None:
+    from support_models import build_gpt2
+
+    m2, a2, k2 = build_gpt2(n_layer=2)
+    m3, a3, k3 = build_gpt2(n_layer=3)
+    d = compare(trace_model(m2, a2, kwargs=k2), trace_model(m3, a3, kwargs=k3))
+    srv = start(make_app([d.trace], fold_repeats=False))
+    try:
+        page.goto(srv.url)
+        page.wait_for_selector(".js-plotly-plot .scatterlayer .trace", timeout=20_000)
+        colours = page.evaluate("() => document.querySelector('.js-plotly-plot').data"
+                                ".filter(t => (t.name || '').includes(':paint')).map(t => t.line.color)")
+        assert "#2f9e44" in colours
+        assert "diff: +12 added" in page.inner_text("body")
+    finally:
+        srv.stop()
+
+
+def test_details_of_a_call_list_its_heaviest_children() -> None:
+    from dash import html
+
+    from torchvista_dash.app import registry
+    from torchvista_dash.app.details import details
+    from torchvista_dash.demos import demo_trace
+
+    t = demo_trace("gpt")
+    tid = registry.register(t)
+    panel = html.Div(details(tid, "mod:(root)"))
+    text = str(panel.to_plotly_json())
+    assert "heaviest inside (FLOPs)" in text
+    rows = {r["qualname"]: r for r in t.stats()}
+    top = max((q for q in rows if q.count(".") == 0 and q), key=lambda q: rows[q]["flops"])
+    assert top.rsplit(".", 1)[-1] in text and "100.0 %" in text
