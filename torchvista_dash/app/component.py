@@ -117,12 +117,12 @@ class ModelGraph(html.Div):
                            options=[{"label": _label(f" {t}"), "value": t} for t in THEMES],
                            inputStyle={"marginLeft": "8px"}),
             html.Button("Fit to screen", id=_ids.fit(aio_id), n_clicks=0, style=BUTTON),
-            color_by_control(_ids.color_by(aio_id), graph, draw.color_by),
         ], style=ROW)
         toolbar2 = html.Div([
             dcc.Dropdown(id=_ids.search(aio_id), options=[], placeholder="Search modules and ops (name, qualname, class)…",
                          searchable=True, clearable=True, style={"minWidth": "380px", "flex": "1", "color": "#222"},
                          className="tvd-search"),
+            color_by_control(_ids.color_by(aio_id), graph, draw.color_by),
             html.Span("Export view:"),
             html.Button("HTML", id=_ids.export_html(aio_id), n_clicks=0, style=BUTTON),
             html.Button("SVG", id=_ids.export_svg(aio_id), n_clicks=0, style=BUTTON),
