@@ -125,3 +125,58 @@ def fast_factory(cls: type) -> Any:
 new_param = fast_factory(ParamInfo)
 new_node = fast_factory(Node)
 new_edge = fast_factory(Edge)
+
+
+class ModelFacts:
+    """What the recorder knows about the model before it runs: module and parameter names, parameter
+    metadata and storage addresses; each module's static facts are read when its first call ends."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        modules = list(model.named_modules())
+        self.module_names = {id(m): q for q, m in modules}
+        self.builtin = {id(m): class_info(type(m))[1] for _, m in modules}
+        self.param_names: dict[int, str] = {}
+        self.param_metas: dict[int, tuple[TensorMeta, str]] = {}
+        # storage address -> parameter name: an in-place op writing there changes a weight (warned about)
+        self.param_storage: dict[int, str] = {}
+        self.subtree: dict[str, int] = {}     # qualname -> parameters in its subtree (shared ones once)
+        self.lazy = False
+        # Reading .shape/.dtype of an nn.Parameter goes through Parameter.__torch_function__ (Python) unless
+        # subclass dispatch is off: read the parameters' facts once, with it off.
+        with torch._C.DisableTorchFunctionSubclass():
+            self._read_params(model)
+        # Static facts about each module (class, parameters, extra_repr, attributes) are read when its first
+        # call ends (``facts``): a lazy module has materialised its parameters by then.
+        self.module_info: dict[int, tuple[Any, ...]] = {}
+        self.modules = {id(m): m for _, m in modules}
+
+    def _read_params(self, model: torch.nn.Module) -> None:
+        for q, p in model.named_parameters():
+            self.param_names[id(p)] = q
+            if is_uninitialized(p):       # a lazy module's: facts are read when its call ends
+                self.lazy = True
+                continue
+            self.param_metas[id(p)] = tensor_meta(p)
+            ptr = p.untyped_storage().data_ptr()
+            if ptr:
+                self.param_storage.setdefault(ptr, q)
+            n = p.numel()
+            prefix = q
+            while prefix:
+                prefix = prefix.rpartition(".")[0]
+                self.subtree[prefix] = self.subtree.get(prefix, 0) + n
+        for q, b in model.named_buffers():
+            self.param_names.setdefault(id(b), q)
+
+    def facts(self, mid: int) -> tuple[Any, ...]:
+        """(cls, builtin, num_params, params, extra_repr, attrs) of a module, read once (outside the mode)."""
+        info = self.module_info.get(mid)
+        if info is None:
+            m = self.modules[mid]
+            with torch._C.DisableTorchFunction():
+                if self.lazy:
+                    num = sum(p.numel() for p in m.parameters() if not is_uninitialized(p))
+                else:
+                    num = self.subtree.get(self.module_names[mid], 0)
+                info = self.module_info[mid] = module_info(m, num)
+        return info

@@ -22,16 +22,9 @@ from torch.overrides import TorchFunctionMode
 from ..graph import Edge, ModuleCall, Node, TensorMeta, call_id_for
 from .cost import FlopMeter
 from .describe import IN_PLACE_NONE_RETURN, clip, func_name, short_repr, source_path
-from .facts import (
-    METAS,
-    class_info,
-    fast_factory,
-    is_uninitialized,
-    module_info,
-    new_edge,
-    new_node,
-    tensor_meta,
-)
+from .facts import METAS, ModelFacts, fast_factory, new_edge, new_node, tensor_meta
+from .opaque import opaque_call, pass_through
+from .structure import flat_tensors
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 # Only the tracer itself is skipped when looking for the user's line: models defined elsewhere in this
@@ -47,10 +40,14 @@ class Recorder:
     """Holds everything recorded during one forward pass of one model."""
 
     def __init__(self, model: torch.nn.Module) -> None:
-        # Reading .shape/.dtype of an nn.Parameter goes through Parameter.__torch_function__ (Python) unless
-        # subclass dispatch is off: read the model's parameter facts here, once, with it off.
-        with torch._C.DisableTorchFunctionSubclass():
-            self._read_model(model)
+        facts = ModelFacts(model)
+        self.module_names = facts.module_names
+        self.builtin = facts.builtin
+        self.param_names = facts.param_names
+        self.param_metas = facts.param_metas
+        self.param_storage = facts.param_storage
+        self.facts = facts.facts
+        self.param_writes: dict[str, None] = {}     # parameters an in-place op wrote into (warned about)
         self.nodes: list[Node] = []
         self.edges: list[Edge] = []
         # id(tensor) -> (weakref to it, node id, tensor name "n:i/k", meta, text): who holds its value now
@@ -69,51 +66,6 @@ class Recorder:
         self.meter: FlopMeter | None = None     # counts each op's FLOPs when set (cost.py)
         # Module hooks are process-wide: only calls made by the tracing thread belong to this trace.
         self.thread = get_ident()
-
-    def _read_model(self, model: torch.nn.Module) -> None:
-        modules = list(model.named_modules())
-        self.module_names = {id(m): q for q, m in modules}
-        self.builtin = {id(m): class_info(type(m))[1] for _, m in modules}
-        self.param_names: dict[int, str] = {}
-        self.param_metas: dict[int, tuple[TensorMeta, str]] = {}
-        # storage address -> parameter name: an in-place op writing there changes a weight (warned about)
-        self.param_storage: dict[int, str] = {}
-        self.param_writes: dict[str, None] = {}
-        self.subtree: dict[str, int] = {}     # qualname -> parameters in its subtree (shared ones once)
-        self.lazy = False
-        for q, p in model.named_parameters():
-            self.param_names[id(p)] = q
-            if is_uninitialized(p):       # a lazy module's: facts are read when its call ends
-                self.lazy = True
-                continue
-            self.param_metas[id(p)] = tensor_meta(p)
-            ptr = p.untyped_storage().data_ptr()
-            if ptr:
-                self.param_storage.setdefault(ptr, q)
-            n = p.numel()
-            prefix = q
-            while prefix:
-                prefix = prefix.rpartition(".")[0]
-                self.subtree[prefix] = self.subtree.get(prefix, 0) + n
-        for q, b in model.named_buffers():
-            self.param_names.setdefault(id(b), q)
-        # Static facts about each module (class, parameters, extra_repr, attributes) are read when its first
-        # call ends (``facts``): a lazy module has materialised its parameters by then.
-        self.module_info: dict[int, tuple[Any, ...]] = {}
-        self.modules = {id(m): m for _, m in modules}
-
-    def facts(self, mid: int) -> tuple[Any, ...]:
-        """(cls, builtin, num_params, params, extra_repr, attrs) of a module, read once (outside the mode)."""
-        info = self.module_info.get(mid)
-        if info is None:
-            m = self.modules[mid]
-            with torch._C.DisableTorchFunction():
-                if self.lazy:
-                    num = sum(p.numel() for p in m.parameters() if not is_uninitialized(p))
-                else:
-                    num = self.subtree.get(self.module_names[mid], 0)
-                info = self.module_info[mid] = module_info(m, num)
-        return info
 
     # ---- module hooks ------------------------------------------------------------------
     def pre_hook(self, module: torch.nn.Module, args: Any) -> None:
@@ -144,56 +96,12 @@ class Recorder:
             exc = sys.exc_info()[1]
             if exc is not None:     # called from _call_impl's except block: forward raised
                 self.failed_exits.append((cid, exc))
-        if mid not in self.module_info:
-            self.facts(mid)
+        self.facts(mid)          # read once, when the module's first call ends (a lazy one has materialised)
         if self.starts.pop() == len(self.nodes) and result is not None:
             if isinstance(module, torch.jit.ScriptModule):
-                self.opaque_call(cid, site, module, args, result)
+                opaque_call(self, cid, site, module, args, result)
             else:
-                self.pass_through(cid, site, result)
-
-    def opaque_call(self, cid: str, site: str | None, module: Any, args: Any, result: Any) -> None:
-        """A TorchScript module runs its ops in the TorchScript interpreter, out of the recorder's sight: it
-        gets one op node from the tensors it was given to the tensors it returned."""
-        name = f"{getattr(module, 'original_name', None) or type(module).__name__} (TorchScript)"
-        rargs: list[tuple[str, str]] = []
-        pending: list[tuple[str, str, TensorMeta, int]] = []
-        for i, t in enumerate(_flat_tensors(list(args))):
-            src, tname, meta, text = self.lookup(t, cid)
-            pending.append((src, tname, meta, i))
-            rargs.append((str(i), text))
-        nid = f"n:{len(self.nodes)}"
-        metas: list[TensorMeta] = []
-        for i, t in enumerate(_flat_tensors(result)):
-            meta, text = tensor_meta(t)
-            metas.append(meta)
-            self.producer[id(t)] = (weakref.ref(t), nid, f"{nid}/{i}", meta, text)
-        self.nodes.append(new_node({
-            "id": nid, "kind": "op", "name": name, "parent": cid, "error": None, "args": tuple(rargs),
-            "source": site, "params": (), "outputs": tuple(metas)}))
-        for src, tname, meta, p in pending:
-            self.edges.append(new_edge({"src": src, "dst": nid, "tensor": tname, "meta": meta, "dst_arg": p}))
-
-    def pass_through(self, cid: str, site: str | None, result: Any) -> None:
-        """A call that ran no op but returned tensors it was given (``nn.Identity``, a drop-path at rate 0)
-        gets one node that hands them on, so the call has a box and the tensors visibly pass through it."""
-        seen: set[int] = set()
-        got: list[tuple[Any, tuple[Any, str, str, TensorMeta, str]]] = []
-        for t in _flat_tensors(result):
-            e = self.producer.get(id(t))
-            if e is not None and e[0]() is t and id(t) not in seen:
-                seen.add(id(t))
-                got.append((t, e))
-        if not got:
-            return
-        nid = f"n:{len(self.nodes)}"
-        self.nodes.append(new_node({
-            "id": nid, "kind": "op", "name": "identity", "parent": cid, "error": None,
-            "args": tuple((str(i), e[4]) for i, (_, e) in enumerate(got)), "source": site, "params": (),
-            "outputs": tuple(e[3] for _, e in got)}))
-        for i, (t, e) in enumerate(got):
-            self.edges.append(new_edge({"src": e[1], "dst": nid, "tensor": e[2], "meta": e[3], "dst_arg": i}))
-            self.producer[id(t)] = (e[0], nid, f"{nid}/{i}", e[3], e[4])
+                pass_through(self, cid, site, result)
 
     # ---- ops ---------------------------------------------------------------------------
     def source(self) -> str | None:
@@ -361,7 +269,7 @@ class Recorder:
                 producer[id(out)] = (weakref.ref(out), nid, nid + "/0", meta, text)
         else:
             metas: list[TensorMeta] = []
-            for i, t in enumerate(_flat_tensors(out)):
+            for i, t in enumerate(flat_tensors(out)):
                 m = METAS.get((tuple(t.shape), t.dtype, t.device))
                 meta, text = m if m is not None else tensor_meta(t)
                 metas.append(meta)
@@ -467,7 +375,7 @@ class RecordingMode(TorchFunctionMode):
                 rec.record(func, args, kwargs, out)
         elif type(out) is torch.Size:
             rec.note_size(args, out)
-        elif isinstance(out, _SEQS) and _flat_tensors(out):
+        elif isinstance(out, _SEQS) and flat_tensors(out):
             rec.record(func, args, kwargs, out)
         if meter is not None and meter.last:
             meter.attribute(rec.nodes, before)
@@ -485,17 +393,6 @@ def _items(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     if kwargs:
         return [*zip(_POS, args), *kwargs.items()]  # noqa: B905 - _POS is longer than args (checked above)
     return zip(_POS, args)  # noqa: B905
-
-
-def _flat_tensors(obj: Any) -> list[torch.Tensor]:
-    if isinstance(obj, _Tensor):
-        return [obj]
-    if isinstance(obj, (list, tuple)):
-        out: list[torch.Tensor] = []
-        for x in obj:
-            out.extend(_flat_tensors(x))
-        return out
-    return []
 
 
 def in_chain(target: BaseException, exc: BaseException | None) -> bool:

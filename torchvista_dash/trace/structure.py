@@ -61,6 +61,18 @@ def iter_tensors(obj: Any, path: str, *, top: bool = False, _depth: int = 0,
                 yield from child(v, k, "." + k)
 
 
+def flat_tensors(obj: Any) -> list[torch.Tensor]:
+    """The tensors in ``obj`` and in lists/tuples nested in it, in order (an op's outputs, a call's result)."""
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if isinstance(obj, (list, tuple)):
+        out: list[torch.Tensor] = []
+        for x in obj:
+            out.extend(flat_tensors(x))
+        return out
+    return []
+
+
 _SIGNATURES: dict[Any, list[inspect.Parameter]] = {}
 
 
