@@ -15,11 +15,15 @@ import dataclasses
 import hashlib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .costs import stats_rows
 from .graph import Graph, ModuleCall, call_id_for
 from .traced import Trace
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from .render.paint import Paint
+    from .view_types import VisibleGraph
 
 ADDED, REMOVED, CHANGED, SAME = "added", "removed", "changed", "same"
 GRAFT = "was:"          # id prefix of the older trace's removed calls and nodes in the merged graph
@@ -195,7 +199,7 @@ class DiffTrace(Trace):
         h = hashlib.sha1(f"diff:{self.diff.a.content_id}:{self.diff.b.content_id}".encode()).hexdigest()
         return "diff-" + h[:16]
 
-    def paint(self, vg: Any, color_by: str | None = None, theme: str = "light") -> Any:
+    def paint(self, vg: VisibleGraph, theme: str = "light") -> Paint | None:
         from .render.diffpaint import diff_paint
 
         return diff_paint(self.diff, self.graph, vg, theme)

@@ -6,7 +6,7 @@ were partly added or removed says so by count ("GPT2Block ×2 → ×3: +1").
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..costs import human
 from ..graph import Graph
@@ -18,28 +18,22 @@ from .style import get_theme, kind_style
 if TYPE_CHECKING:  # pragma: no cover
     from ..compare import Diff
 
-_COLOURS = {
-    "light": {"added": ("#d3f3d9", "#2f9e44", "#12391b"), "removed": ("rgba(160,160,160,0.10)", "#9aa0a6", "#8a8f96"),
-              "changed": "#e8590c"},
-    "dark": {"added": ("#1f3d26", "#51cf66", "#d3f9d8"), "removed": ("rgba(120,120,120,0.10)", "#6c737c", "#8a9199"),
-             "changed": "#ff922b"},
-}
+ADDED, REMOVED, CHANGED, SAME = "added", "removed", "changed", "same"   # Diff.status values
+_ADDED = {"light": BoxPaint("#d3f3d9", "#2f9e44", "#12391b", width=2.0),
+          "dark": BoxPaint("#1f3d26", "#51cf66", "#d3f9d8", width=2.0)}
+_REMOVED = {"light": BoxPaint("rgba(160,160,160,0.10)", "#9aa0a6", "#8a8f96", dash="dash", width=1.5),
+            "dark": BoxPaint("rgba(120,120,120,0.10)", "#6c737c", "#8a9199", dash="dash", width=1.5)}
+_CHANGED_LINE = {"light": "#e8590c", "dark": "#ff922b"}
 
 
 def _paints(theme: str, kind: str) -> dict[str, BoxPaint]:
-    c = _COLOURS.get(theme, _COLOURS["light"])
-    ks = kind_style(get_theme(theme), kind)
-    return {
-        "added": BoxPaint(*c["added"], width=2.0),
-        "removed": BoxPaint(*c["removed"], dash="dash", width=1.5),
-        "changed": BoxPaint(ks.fill, c["changed"], ks.text, width=3.0),
-    }
+    t = theme if theme in _ADDED else "light"
+    ks = kind_style(get_theme(t), kind)
+    return {ADDED: _ADDED[t], REMOVED: _REMOVED[t], CHANGED: BoxPaint(ks.fill, _CHANGED_LINE[t], ks.text, width=3.0)}
 
 
 def _status_of_box(diff: Diff, graph: Graph, vn: VisibleNode) -> tuple[str, str]:
     """(status, count text) of a visible box: an op takes its module's added/removed status."""
-    from ..compare import ADDED, CHANGED, REMOVED, SAME
-
     calls = graph.call_by_id
     node = graph.node_by_id.get(vn.id)
     if node is not None:
@@ -121,9 +115,3 @@ def diff_paint(diff: Diff, graph: Graph, vg: VisibleGraph, theme: str = "light")
     title = (f"diff: +{len(s['added'])} added · −{len(s['removed'])} removed · {len(s['changed'])} changed"
              if not diff.empty else "diff: no module differs")
     return Paint(boxes=boxes, clusters=clusters, hover=hover, sublabels=sublabels, title=title)
-
-
-def legend(theme: str = "light") -> dict[str, Any]:
-    """The colours, for a caption: status → (fill, line)."""
-    c = _COLOURS.get(theme, _COLOURS["light"])
-    return {"added": c["added"][:2], "removed": c["removed"][:2], "changed": ("", c["changed"])}
