@@ -52,3 +52,20 @@ def test_expand_all_opens_everything_and_the_depth_control_follows(page: Any, ga
     wait_ids(page, G, "clusters:headers", present=("mod:(root)",))
     wait_depth(page, "depth 2")
     assert view.depth_of(graph, view.make_spec(graph, depth=2)) == 2
+
+
+def test_the_json_button_writes_a_trace_that_load_trace_and_serve_read(page: Any, gallery_url: str,
+                                                                        tmp_path: Any) -> None:
+    from torchvista_dash import load_trace
+    from torchvista_dash.cli import resolve_target
+
+    open_demo(page, gallery_url, "broken")
+    with page.expect_download() as dl:
+        page.click(css_id(G, "export_json"))
+    assert dl.value.suggested_filename == "Failing_model-trace.json"
+    path = tmp_path / dl.value.suggested_filename
+    dl.value.save_as(path)
+    with pytest.warns(UserWarning, match="forward pass failed"):
+        loaded = load_trace(path)
+    assert loaded.graph.to_json() == demo_trace("broken").graph.to_json()
+    assert resolve_target(str(path)).graph.to_json() == loaded.graph.to_json()     # what `serve path` loads

@@ -127,7 +127,8 @@ class ModelGraph(html.Div):
             html.Button("HTML", id=_ids.export_html(aio_id), n_clicks=0, style=BUTTON),
             html.Button("SVG", id=_ids.export_svg(aio_id), n_clicks=0, style=BUTTON),
             html.Button("PNG", id=_ids.export_png(aio_id), n_clicks=0, style=BUTTON),
-            html.Button("JSON", id=_ids.export_json(aio_id), n_clicks=0, style=BUTTON),
+            html.Button("Trace JSON", id=_ids.export_json(aio_id), n_clicks=0, style=BUTTON,
+                        title="the trace itself: load_trace(path) and `python -m torchvista_dash serve path` read it"),
             html.Span(id=_ids.export_status(aio_id), style={"fontSize": "12px"}),
             dcc.Download(id=_ids.download(aio_id)),
         ], style=ROW)

@@ -1,4 +1,5 @@
-"""Export buttons: the whole current view (not only the visible area) as HTML, SVG, PNG or JSON."""
+"""Export buttons: the whole current view (not only the visible area) as HTML, SVG or PNG, and the trace itself
+as JSON (the file ``load_trace`` and ``serve`` read: a picture can be redrawn from it, not the other way)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,14 @@ from typing import Any
 
 from dash import dcc
 
-from ..render.export import figure_json_text, html_page
+from ..render.export import html_page
 from ..render.static import static_image as draw_static
 from . import registry, state
 
 
-def _filename(data: dict[str, Any], ext: str) -> str:
+def _filename(data: dict[str, Any], ext: str, suffix: str = "-view") -> str:
     name = registry.get(data["trace"]).graph.model_name or "model"
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) + f"-view.{ext}"
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) + f"{suffix}.{ext}"
 
 
 def current_figure(data: dict[str, Any]) -> dict[str, Any]:
@@ -37,12 +38,12 @@ def static_image(data: dict[str, Any], fmt: str) -> bytes:
 
 def export_current_view(data: dict[str, Any], fmt: str) -> dict[str, Any]:
     """A ``dcc.Download`` payload for one export button."""
+    if fmt == "json":
+        return dcc.send_bytes(registry.get(data["trace"]).graph.to_bytes(), _filename(data, "json", "-trace"))
     fig = current_figure(data)
     if fmt == "html":
         page = html_page(fig, registry.get(data["trace"]).graph.model_name)
         return dcc.send_string(page, _filename(data, "html"))
-    if fmt == "json":
-        return dcc.send_string(figure_json_text(fig), _filename(data, "json"))
     if fmt in ("svg", "png"):
         return dcc.send_bytes(static_image(data, fmt), _filename(data, fmt))
     raise ValueError(f"unknown export format {fmt!r}")
