@@ -4,6 +4,7 @@ exports, the registry and the component's own checks. Real tracer, view, dot and
 from __future__ import annotations
 
 import base64
+import re
 from typing import Any
 
 import dash
@@ -11,7 +12,7 @@ import pytest
 from dash import html
 
 from torchvista_dash import view
-from torchvista_dash.app import ModelGraph, callbacks, registry, state
+from torchvista_dash.app import ModelGraph, callbacks, registry, search, state
 from torchvista_dash.app.details import call_io, details, header
 from torchvista_dash.app.exporting import export_current_view
 from torchvista_dash.app.server import make_app
@@ -107,12 +108,17 @@ def test_buttons_depth_options_direction_and_fit() -> None:
 
 def test_search_lists_matches_then_expands_centres_and_highlights() -> None:
     graph = demo_trace("gpt").graph
-    found = callbacks.search(graph, "LN_2")
+    found = search.search(graph, "LN_2")
     assert [o["value"] for o in found][:4] == [f"mod:blocks.{i}.ln_2" for i in range(4)]
     assert all("ln_2" in o["search"] for o in found)
-    assert callbacks.search(graph, "") == []
-    assert callbacks.search(graph, "CausalSelf")[0]["label"] == "blocks.0.attn: CausalSelfAttention"
-    assert any(o["value"].startswith("n:") for o in callbacks.search(graph, "softmax"))
+    assert search.search(graph, "") == []
+    assert search.search(graph, "CausalSelf")[0]["label"] == "blocks.0.attn: CausalSelfAttention"
+    soft = search.search(graph, "softmax")
+    assert any(o["value"].startswith("n:") for o in soft)
+    assert soft[0]["label"] == "softmax (op) in blocks.0.attn · 1×2×16×16"         # no internal id in a label
+    every = search.search(graph, "a")
+    assert not any(re.search(r"\b(n|mod):[\w.(]", o["label"]) for o in every)
+    assert len({o["label"] for o in every}) == len(every)                        # twins get #2, #3
     data = store_for("gpt", ranges=[[0.0, 100.0], [0.0, 100.0]])
     spec, _, _, highlight, ranges = callbacks.next_view("search", "mod:blocks.2.ln_2", data, None)
     assert highlight == "mod:blocks.2.ln_2" and "mod:blocks.2" in spec.expanded
@@ -147,8 +153,7 @@ def test_failed_trace_opens_on_its_failing_op() -> None:
     assert graph.error.node in {n.id for n in vg.nodes}
 
 
-@pytest.mark.parametrize("fmt, magic", [("html", "Plotly.newPlot"), ("json", '"data"'), ("svg", "<svg"),
-                                        ("png", None)])
+@pytest.mark.parametrize("fmt, magic", [("html", "Plotly.newPlot"), ("svg", "<svg"), ("png", None)])
 def test_exports_of_the_current_view(fmt: str, magic: str | None) -> None:
     data = store_for("mlp")
     spec = callbacks.next_view("graph", "mod:body", data, None)[0]
@@ -160,6 +165,12 @@ def test_exports_of_the_current_view(fmt: str, magic: str | None) -> None:
     else:
         text = content.decode()
         assert magic in text and "1: ReLU" in text        # the opened module's children are in the file
+
+
+def test_the_json_export_is_the_trace() -> None:
+    payload = export_current_view(store_for("mlp"), "json")
+    assert payload["filename"] == "MLP-trace.json"
+    assert base64.b64decode(payload["content"]) == demo_trace("mlp").graph.to_bytes()
 
 
 def test_registry_and_component_checks() -> None:

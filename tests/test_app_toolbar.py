@@ -3,6 +3,7 @@ the depth control, search, the dark page, the mode bar, shareable links."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -69,3 +70,28 @@ def test_the_json_button_writes_a_trace_that_load_trace_and_serve_read(page: Any
         loaded = load_trace(path)
     assert loaded.graph.to_json() == demo_trace("broken").graph.to_json()
     assert resolve_target(str(path)).graph.to_json() == loaded.graph.to_json()     # what `serve path` loads
+
+
+def _type_in_search(page: Any, text: str) -> None:
+    """What a person does: click the box, type at once (no waiting for the field to appear)."""
+    page.click(".tvd-search")
+    page.keyboard.type(text, delay=30)
+
+
+def test_search_works_every_time_and_shows_no_internal_ids(page: Any, gallery_url: str) -> None:
+    open_demo(page, gallery_url, "gpt")
+    _type_in_search(page, "ln_2")                     # the first keystroke right after the click counts
+    page.get_by_role("option", name="blocks.2.ln_2: LayerNorm").click()
+    wait_ids(page, G, "clusters:headers", present=("mod:blocks.2",))
+    page.wait_for_function("(s) => document.querySelector(s).innerText.includes('blocks.2.ln_2: LayerNorm')",
+                           arg=css_id(G, "details"))
+    _type_in_search(page, "softmax")                  # type again, after a choice
+    page.get_by_role("option", name="softmax (op) in blocks.3.attn · 1×2×16×16").click()
+    wait_ids(page, G, "clusters:headers", present=("mod:blocks.3.attn",))
+    page.wait_for_function("(s) => document.querySelector(s).innerText.includes('blocks.3.attn')",
+                           arg=css_id(G, "details"))
+    _type_in_search(page, "lm_h")                     # and a third time
+    page.get_by_role("option", name="lm_head: Linear").wait_for(timeout=20_000)
+    labels = page.get_by_role("option").all_inner_texts()
+    assert not [t for t in labels if re.search(r"\b(n|mod):[\w.(]", t)], labels
+    _type_in_search(page, "")

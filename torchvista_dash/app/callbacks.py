@@ -22,8 +22,7 @@ from ..view_types import ViewSpec
 from . import registry, state, zoom
 from .details import details, error_text
 from .ids import ids
-
-SEARCH_LIMIT = 40
+from .search import browse, search
 
 _lock = threading.Lock()
 _keys: set[str] = set()
@@ -176,6 +175,7 @@ def _apply(trigger: str | None, value: Any, data: dict[str, Any], relayout: dict
                                  **({"color_by": value or None} if trigger == "color_by" else {}))
     new_data = {**data, **state.spec_to_store(spec), **state.draw_to_store(draw), "ranges": ranges,
                 "relayout": relayout, "zoom_back": result.zoom_back,
+                "found": value if trigger == "search" and value else None,    # its details follow (show_found)
                 "sent": ([ranges] + list(data.get("sent") or [data["ranges"]]))[:4]}
     old_spec = state.spec_from_store(data)
     if (spec, draw) == (old_spec, old_draw):
@@ -213,6 +213,7 @@ def _define() -> None:
         Output(ids.notes(MATCH), "children"),
         Output(ids.root(MATCH), "style"),
         Output(ids.depth(MATCH), "value"),
+        Output(ids.search(MATCH), "value"),
         Input(ids.graph(MATCH), "clickData"),
         Input(ids.expand_all(MATCH), "n_clicks"),
         Input(ids.collapse_all(MATCH), "n_clicks"),
@@ -231,25 +232,42 @@ def _define() -> None:
         trigger = ctx.triggered_id["subcomponent"] if isinstance(ctx.triggered_id, dict) else None
         value = {"graph": clicked_id(click), "depth": depth, "options": options, "direction": direction,
                  "theme": theme, "search": search, "color_by": color_by}.get(trigger)
+        # a chosen search hit is shown (centred, highlighted, in the details), then the box is emptied: a box
+        # holding a value puts the cursor on that option when reopened, and the next typing would be lost
+        cleared = None if trigger == "search" and search else no_update
         try:
-            return _apply(trigger, value, data, relayout, with_controls(data, options, direction, theme), depth,
-                          click if trigger == "graph" else None)
+            return *_apply(trigger, value, data, relayout, with_controls(data, options, direction, theme), depth,
+                           click if trigger == "graph" else None), cleared
         except Exception as exc:   # shown in the page, not lost in a server log
             return (no_update, no_update, error_text(f"{type(exc).__name__}: {exc}", className="tvd-app-error"),
-                    no_update, no_update)
+                    no_update, no_update, cleared)
 
-    # The details panel has its own callback: its answer is drawn after (not with) the graph's.
+    # The details panel has its own callbacks: their answer is drawn after (not with) the graph's.
     @dash.callback(
         Output(ids.details(MATCH), "children"),
         Input(ids.graph(MATCH), "clickData"),
-        Input(ids.search(MATCH), "value"),
         State(ids.store(MATCH), "data"),
         prevent_initial_call=True,
     )
-    def show_details(click, search, data):
-        trigger = ctx.triggered_id.get("subcomponent") if isinstance(ctx.triggered_id, dict) else None
+    def show_details(click, data):
         try:
-            return details_for(trigger, search if trigger == "search" else clicked_id(click), data)
+            return details_for("graph", clicked_id(click), data)
+        except Exception as exc:
+            return error_text(f"{type(exc).__name__}: {exc}")
+
+    # A search hit's details follow the view that shows it (the store names it). Not an input on the search
+    # box: update_view empties the box, and that second change would cancel the first answer in flight.
+    @dash.callback(
+        Output(ids.details(MATCH), "children", allow_duplicate=True),
+        Input(ids.store(MATCH), "data"),
+        prevent_initial_call=True,
+    )
+    def show_found(data):
+        found = (data or {}).get("found")
+        if not found:
+            return no_update
+        try:
+            return details_for("search", found, data)
         except Exception as exc:
             return error_text(f"{type(exc).__name__}: {exc}")
 
@@ -262,7 +280,8 @@ def _define() -> None:
     )
     def search_options(text, current, data):
         graph = registry.get(data["trace"]).graph
-        found = search(graph, text or "")
+        # the chosen value stays among the options: a dropdown drops a value its options no longer hold
+        found = search(graph, text) if (text or "").strip() else browse(graph)
         if current and all(o["value"] != current for o in found):
             found.extend(o for o in search(graph, "", exact=current))
         return found
@@ -285,30 +304,6 @@ def _define() -> None:
             return export_current_view(data, fmt), ""
         except Exception as exc:
             return no_update, error_text(f"export failed: {exc}", display="inline")
-
-
-def search(graph: Any, text: str, *, exact: str | None = None) -> list[dict[str, str]]:
-    """Module calls and ops whose name, qualname or class contains ``text`` (case-insensitive)."""
-    needle = text.strip().lower()
-    out: list[dict[str, str]] = []
-    if not needle and exact is None:
-        return out
-    for c in graph.module_calls:
-        hay = f"{c.qualname} {c.cls}".lower()
-        if (exact is not None and c.id == exact) or (exact is None and needle in hay):
-            label = f"{c.qualname or '(root)'}: {c.cls}" + (f" (call {c.call_index + 1})" if c.call_index else "")
-            out.append({"label": label, "value": c.id, "search": hay})
-            if len(out) >= SEARCH_LIMIT:
-                return out
-    for n in graph.nodes:
-        owner = graph.call_by_id[n.parent].qualname if n.parent in graph.call_by_id else ""
-        hay = f"{n.name} {owner}".lower()
-        if (exact is not None and n.id == exact) or (exact is None and needle in hay):
-            out.append({"label": f"{n.name} [{n.kind}] in {owner or '(top)'} ({n.id})", "value": n.id,
-                        "search": hay})
-            if len(out) >= SEARCH_LIMIT:
-                break
-    return out
 
 
 def ensure_registered() -> None:

@@ -30,6 +30,7 @@ from ..traced import Trace
 from . import callbacks, registry, state
 from .details import details, header
 from .ids import ids as _ids
+from .search import browse
 
 APP_RANKDIRS = ("TB", "LR")   # the toolbar's directions
 BUTTON = {"marginRight": "6px", "padding": "3px 10px", "cursor": "pointer"}
@@ -119,7 +120,8 @@ class ModelGraph(html.Div):
             html.Button("Fit to screen", id=_ids.fit(aio_id), n_clicks=0, style=BUTTON),
         ], style=ROW)
         toolbar2 = html.Div([
-            dcc.Dropdown(id=_ids.search(aio_id), options=[], placeholder="Search modules and ops (name, qualname, class)…",
+            dcc.Dropdown(id=_ids.search(aio_id), options=browse(graph),
+                         placeholder="Search modules and ops (name, qualname, class)…",
                          searchable=True, clearable=True, style={"minWidth": "380px", "flex": "1", "color": "#222"},
                          className="tvd-search"),
             color_by_control(_ids.color_by(aio_id), graph, draw.color_by),
