@@ -18,7 +18,7 @@ from .graph import Graph, ModuleCall, shape_text
 from .iogroups import io_groups
 from .options import DEFAULT_NODE_BUDGET, EVERYTHING, ViewOptions, check_depth
 from .repeats import FOLD_PREFIX, HIDDEN_KINDS, Index, index_of
-from .view_types import Cluster, ViewSpec, VisibleEdge, VisibleGraph, VisibleNode
+from .view_types import Cluster, ViewSpec, VisibleEdge, VisibleGraph, VisibleNode, label_text
 
 __all__ = ["DEFAULT_NODE_BUDGET", "FOLD_PREFIX", "auto_expanded", "build_view", "expand_to", "folds", "make_spec",
            "toggle", "view_of", "visible_id_of"]
@@ -182,21 +182,24 @@ def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
         if gid is not None:                # a part of a structured input/output: its group's box, or in it
             if gid in spec.expanded:
                 node_rep[n.id] = (n.id, None)
-                vis[n.id] = VisibleNode(n.id, n.kind, n.name, gid, sublabel=shape_text(n.outputs[0].shape))
+                vis[n.id] = VisibleNode(n.id, n.kind, label_text(n.name), gid,
+                                        sublabel=label_text(shape_text(n.outputs[0].shape)))
                 if gid not in open_io:
                     open_io.append(gid)
             else:
                 node_rep[n.id] = (gid, None)
                 if gid not in vis:
                     grp = io.groups[gid]
-                    vis[gid] = VisibleNode(gid, "module", grp.label, None, sublabel=grp.sublabel)
+                    vis[gid] = VisibleNode(gid, "module", label_text(grp.label), None,
+                                           sublabel=label_text(grp.sublabel))
             continue
         if r is None:
             node_rep[n.id] = (n.id, None)
             if n.kind in HIDDEN_KINDS and not spec.show_params:
                 continue
             sub = shape_text(n.outputs[0].shape) if n.outputs else ""
-            vis[n.id] = VisibleNode(n.id, n.kind, n.name, n.parent, sublabel=sub, failed=n.error is not None)
+            vis[n.id] = VisibleNode(n.id, n.kind, label_text(n.name), n.parent, sublabel=label_text(sub),
+                                    failed=n.error is not None)
             continue
         box, member = r
         node_rep[n.id] = (box, member)
@@ -205,8 +208,8 @@ def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
         if box.startswith(FOLD_PREFIX):
             members = reps.members[box]
             first, last = calls[members[0]], calls[members[-1]]
-            vis[box] = VisibleNode(box, "folded", f"{first.cls} ×{len(members)}", first.parent,
-                                   sublabel=f"{first.qualname} … {last.qualname}",
+            vis[box] = VisibleNode(box, "folded", label_text(f"{first.cls} ×{len(members)}"), first.parent,
+                                   sublabel=label_text(f"{first.qualname} … {last.qualname}"),
                                    failed=any(calls[m].failed for m in members), count=len(members),
                                    members=members)
         else:
@@ -214,7 +217,7 @@ def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
             label = f"{_short_name(c.qualname)}: {c.cls}" if c.parent is not None else c.cls
             if c.call_index:
                 label += f" #{c.call_index}"
-            vis[box] = VisibleNode(box, "module", label, c.parent, failed=c.failed, members=(box,))
+            vis[box] = VisibleNode(box, "module", label_text(label), c.parent, failed=c.failed, members=(box,))
 
     edges: dict[tuple[str, str, str], VisibleEdge] = {}
     kinds = {n.id: n.kind for n in graph.nodes}
@@ -228,7 +231,7 @@ def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
             continue
         key = (rs, rd, e.tensor)
         if key not in edges:
-            edges[key] = VisibleEdge(rs, rd, e.tensor, e.meta, label=shape_text(e.meta.shape))
+            edges[key] = VisibleEdge(rs, rd, e.tensor, e.meta, label=label_text(shape_text(e.meta.shape)))
 
     used: set[str] = set()
     for v in vis.values():
@@ -237,9 +240,10 @@ def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
             used.add(p)
             p = calls[p].parent
     clusters = tuple(
-        Cluster(c.id, f"{c.qualname}: {c.cls}" + (f" #{c.call_index}" if c.call_index else "")
-                if c.parent is not None else c.cls, c.parent, failed=c.failed)
-        for c in graph.module_calls if c.id in used) + tuple(Cluster(g, io.groups[g].label, None) for g in open_io)
+        Cluster(c.id, label_text(f"{c.qualname}: {c.cls}" + (f" #{c.call_index}" if c.call_index else "")
+                                 if c.parent is not None else c.cls), c.parent, failed=c.failed)
+        for c in graph.module_calls if c.id in used) + tuple(
+            Cluster(g, label_text(io.groups[g].label), None) for g in open_io)
     return VisibleGraph(nodes=tuple(vis.values()), edges=tuple(edges.values()), clusters=clusters, spec=spec)
 
 

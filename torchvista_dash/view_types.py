@@ -11,6 +11,28 @@ from typing import Literal
 
 from .graph import TensorMeta
 
+MAX_LABEL_CHARS = 100     # a drawn label's length; longer names are cut with "…" (hover and details show it all)
+
+
+def label_text(text: str) -> str:
+    """What a box or edge shows of ``text``: non-printable characters (NUL, escapes, newlines, lone surrogates)
+    as visible ``\\x..``/``\\u..`` escapes, at most MAX_LABEL_CHARS characters. Names come from untrusted
+    files: raw control characters broke Graphviz, and a 10,000-character label made a box wider than dot
+    allows."""
+    text = printable(text)
+    return text if len(text) <= MAX_LABEL_CHARS else text[: MAX_LABEL_CHARS - 1] + "…"
+
+
+def printable(text: str) -> str:
+    """``text`` with each non-printable character as a visible escape (``a\\x00b``)."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else _escape(c) for c in text)
+
+
+def _escape(c: str) -> str:
+    o = ord(c)
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
+
+
 VisibleKind = Literal["input", "output", "op", "constant", "parameter", "module", "folded"]
 IO_PREFIX = "io:"   # ids of grouped inputs/outputs ("io:output:cache", iogroups.py): a box that opens like a module
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pydot
 
-from ..view_types import VisibleGraph, VisibleNode, io_side
+from ..view_types import VisibleGraph, VisibleNode, io_side, printable
 
 FONT_NAME = "Helvetica"
 FONT_SIZE = 11.0          # points, main label
@@ -54,8 +54,20 @@ class DotNames:
     clusters: dict[str, str]    # DOT subgraph name → cluster id
 
 
+MAX_QUOTED_CHARS = 4000   # dot refuses a quoted string over 16 KB (4 UTF-8 bytes a character at most)
+
+
 def quote(text: str) -> str:
-    """A DOT double-quoted string (pydot only adds the quotes)."""
+    """A DOT double-quoted string (pydot only adds the quotes).
+
+    Labels arrive escaped and capped (``view_types.label_text``); ids come straight from the trace file, so
+    any other non-printable character (a NUL ended dot's string, other control characters broke its JSON
+    output, a lone surrogate cannot be written as UTF-8) is escaped here too, and overlong text is cut.
+    ``\\n`` stays: it is the line break between a label and its sublabel."""
+    if not text.replace("\n", "").isprintable():
+        text = "\n".join(printable(line) for line in text.split("\n"))
+    if len(text) > MAX_QUOTED_CHARS:
+        text = text[: MAX_QUOTED_CHARS - 1] + "…"
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
