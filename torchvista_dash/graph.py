@@ -7,6 +7,7 @@ can be loaded, viewed and drawn on a machine without it.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
@@ -23,9 +24,12 @@ from .graph_checks import (
     TraceFormatError,
     check_size,
     check_structure,
+    forget_interned,
+    interned,
     list_of,
     read_bool,
     read_int,
+    read_name,
     read_opt_str,
     read_pairs,
     read_shape,
@@ -269,10 +273,16 @@ class Graph:
             raise TraceFormatError(
                 f"unsupported trace schema {str(data['schema'])[:80]!r}; this version reads {SCHEMA!r}"
             )
+        collecting = gc.isenabled()
+        gc.disable()    # millions of new objects, none cyclic: the collector's passes over them were pure cost
         try:
             graph: Graph = _read_graph(data)
         except FieldError as exc:
             raise TraceFormatError(f"corrupt torchvista_dash trace: {exc}") from None
+        finally:
+            forget_interned()
+            if collecting:
+                gc.enable()
         graph.validate()
         return graph
 
@@ -341,23 +351,23 @@ def meta_text(m: TensorMeta) -> str:
 
 
 # ---- reading: one field table per record (see graph_checks: typed readers, nothing trusted) ----------------
-_read_meta = record(TensorMeta, (
-    ("shape", read_shape, REQUIRED), ("dtype", read_str, REQUIRED), ("device", read_str, REQUIRED),
+_read_meta = interned(record(TensorMeta, (
+    ("shape", read_shape, REQUIRED), ("dtype", read_name, REQUIRED), ("device", read_name, REQUIRED),
     ("nbytes", read_int, REQUIRED),
-), "tensor")
+), "tensor"))
 _read_param = record(ParamInfo, (
-    ("name", read_str, REQUIRED), ("shape", read_shape, REQUIRED), ("dtype", read_str, REQUIRED),
+    ("name", read_str, REQUIRED), ("shape", read_shape, REQUIRED), ("dtype", read_name, REQUIRED),
     ("trainable", read_bool, REQUIRED), ("is_buffer", read_bool, False),
 ), "parameter")
 _read_call = record(ModuleCall, (
-    ("id", read_str, REQUIRED), ("qualname", read_str, REQUIRED), ("cls", read_str, REQUIRED),
+    ("id", read_str, REQUIRED), ("qualname", read_str, REQUIRED), ("cls", read_name, REQUIRED),
     ("parent", read_opt_str, REQUIRED), ("call_index", read_int, REQUIRED), ("num_params", read_int, REQUIRED),
     ("params", list_of(_read_param), REQUIRED), ("extra_repr", read_str, REQUIRED),
     ("attrs", read_pairs, REQUIRED), ("failed", read_bool, REQUIRED), ("depth", read_int, REQUIRED),
     ("builtin", read_bool, REQUIRED),
 ), "module call")
 _read_node = record(Node, (
-    ("id", read_str, REQUIRED), ("kind", read_str, REQUIRED), ("name", read_str, REQUIRED),
+    ("id", read_str, REQUIRED), ("kind", read_name, REQUIRED), ("name", read_name, REQUIRED),
     ("parent", read_opt_str, REQUIRED), ("error", read_opt_str, REQUIRED), ("args", read_pairs, REQUIRED),
     ("source", read_opt_str, REQUIRED), ("params", read_strs, REQUIRED), ("outputs", list_of(_read_meta), REQUIRED),
     ("flops", read_int, 0), ("time_ms", _read_time_ms, None),     # absent in traces made before costs were

@@ -151,20 +151,50 @@ def list_of(read_one: Reader) -> Reader:
     return read
 
 
+def read_name(value: Any) -> str:
+    """A string that repeats across records (op names, kinds, dtypes): kept once per load (see ``interned``)."""
+    s = read_str(value)
+    return _INTERN.setdefault(s, s)
+
+
+def interned(read_one: Reader) -> Reader:
+    """``read_one``, with equal results shared: a million edges carry a few hundred distinct tensor metas."""
+
+    def read(value: Any) -> Any:
+        obj = read_one(value)
+        return _INTERN.setdefault(obj, obj)
+
+    return read
+
+
+_INTERN: dict[Any, Any] = {}   # cleared after each load (``forget_interned``); sharing it between threads is
+                                # harmless: it only ever maps a validated immutable value to an equal one
+
+
+def forget_interned() -> None:
+    _INTERN.clear()
+
+
+# inline checks for the fast path of ``record``: each mirrors its reader exactly
+_INLINE = {read_str: "type({v}) is str", read_name: "type({v}) is str", read_bool: "type({v}) is bool",
+           read_opt_str: "({v} is None or type({v}) is str)", read_int: "(type({v}) is int and 0 <= {v} <= MAX_INT)"}
+
+
 def record(cls: type, table: FieldTable, what: str) -> Callable[[Any], Any]:
     """A reader that builds ``cls`` from a JSON object through ``table``; a FieldError names the record
     (``what`` and its id) and the field, nested records inside their parent's.
 
     The object is filled as ``cls(**fields)`` would (every field set; frozen dataclasses without
-    ``__post_init__``), without the per-field ``object.__setattr__`` of a frozen ``__init__``, which
-    dominated loading a million-node trace.
+    ``__post_init__``), without the per-field ``object.__setattr__`` of a frozen ``__init__``. A fast path,
+    generated from the table (as ``dataclasses`` generates ``__init__``), reads a well-formed record with the
+    simple checks inlined; anything it doubts goes to the table-driven reader, which gives the message.
     """
     names = [f for f, _, _ in table]
     if hasattr(cls, "__post_init__") or set(names) != set(getattr(cls, "__dataclass_fields__", ())):
         raise TypeError(f"the field table of {cls.__name__} does not match its fields")
     new = object.__new__
 
-    def read(d: Any) -> Any:
+    def slow(d: Any) -> Any:
         if not isinstance(d, Mapping):
             raise FieldError(f"must be a JSON object ({what}), got {_describe(d)}")
         fields = {}
@@ -185,7 +215,52 @@ def record(cls: type, table: FieldTable, what: str) -> Callable[[Any], Any]:
         obj.__dict__.update(fields)
         return obj
 
-    return read
+    return _fast_reader(cls, table, slow)
+
+
+def _fast_reader(cls: type, table: FieldTable, slow: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    env: dict[str, Any] = {"slow": slow, "new": object.__new__, "cls": cls, "FieldError": FieldError,
+                           "MAX_INT": MAX_INT, "_intern": _INTERN.setdefault, "_missing": REQUIRED}
+    get, checks, calls, out = [], [], [], []
+    for i, (name, reader, default) in enumerate(table):
+        v = f"v{i}"
+        env[f"r{i}"], env[f"d{i}"] = reader, default
+        if default is REQUIRED:
+            get.append(f"        {v} = d[{name!r}]")
+        else:
+            get.append(f"        {v} = d.get({name!r}, _missing)")
+        inline = _INLINE.get(reader)
+        if default is not REQUIRED:
+            calls.append(f"    if {v} is _missing:\n        {v} = d{i}\n    else:\n"
+                         + (f"        if not {inline.format(v=v)}:\n            return slow(d)\n" if inline
+                            else f"        {v} = r{i}({v})\n")
+                         + (f"        {v} = _intern({v}, {v})" if reader is read_name else "        pass"))
+        elif inline:
+            checks.append(inline.format(v=v))
+            if reader is read_name:
+                calls.append(f"    {v} = _intern({v}, {v})")
+        else:
+            calls.append(f"    {v} = r{i}({v})")
+        out.append(f"{name!r}: {v}")
+    src = "\n".join([
+        "def read(d):",
+        "    if type(d) is not dict:",
+        "        return slow(d)",
+        "    try:", *get,
+        "    except KeyError:",
+        "        return slow(d)",
+        f"    if not ({' and '.join(checks) or 'True'}):",
+        "        return slow(d)",
+        "    try:",
+        *("    " + line for c in calls for line in c.split("\n")),
+        "    except FieldError:",
+        "        return slow(d)",
+        "    obj = new(cls)",
+        f"    obj.__dict__.update({{{', '.join(out)}}})",
+        "    return obj",
+    ])
+    exec(compile(src, f"<record reader of {cls.__name__}>", "exec"), env)   # source built from our own table
+    return env["read"]
 
 
 def _which(what: str, d: Mapping[str, Any]) -> str:
