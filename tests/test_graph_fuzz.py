@@ -227,3 +227,22 @@ def test_the_alarm_stops_a_hanging_case() -> None:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+
+
+def test_the_deepest_nesting_the_loader_accepts_still_draws() -> None:
+    """MAX_CALL_DEPTH is where loading stops; everything up to it must lay out (pydot recurses per cluster)."""
+    from support_graphs import GraphBuilder
+
+    from torchvista_dash.graph_checks import MAX_CALL_DEPTH
+
+    b = GraphBuilder()
+    x = b.input("x", (2, 4))
+    parent, qualname = b.root, ""
+    for i in range(MAX_CALL_DEPTH):
+        qualname = f"{qualname}.m{i}" if qualname else f"m{i}"
+        parent = b.call(qualname, "Wrap", parent)
+    b.output(b.op("relu", parent, (x,), (2, 4)))
+    graph = Graph.from_json(b.build().to_json())
+    assert max(c.depth for c in graph.module_calls) == MAX_CALL_DEPTH
+    fig = Trace(graph).figure(depth=None)
+    assert len([t for t in fig.data if t.name == "clusters:headers"][0].x) == MAX_CALL_DEPTH + 1

@@ -20,7 +20,9 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from .graph import Graph
 
 MAX_INT = 2**63 - 1          # sizes, counts and indices fit an int64 (what torch itself uses)
-MAX_CALL_DEPTH = 1000        # module nesting: deeper than any forward pass Python's recursion limit allows
+MAX_CALL_DEPTH = 500         # module nesting: each call is at least 2 frames, so Python's default recursion
+                             # limit (1,000) stops a forward pass before this; pydot's recursion over clusters
+                             # broke near 1,000
 REQUIRED = object()          # a field table's default for fields every file has
 MAX_TRACE_BYTES = 250_000_000                # default size limit of a trace file (README: "Trace files")
 MAX_TRACE_BYTES_ENV = "TVD_MAX_TRACE_BYTES"
