@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 
 import pytest
 
@@ -205,6 +206,7 @@ def test_files_over_the_size_limit_are_refused_with_how_to_raise_it(tmp_path, mo
     with pytest.raises(TraceFormatError, match=r"over the .* limit .* max_bytes=\d+ .* TVD_MAX_TRACE_BYTES=\d+"):
         Graph.load(path, max_bytes=size - 1)
     assert Graph.load(path, max_bytes=size) == small_graph()
+    assert Graph.load(path, max_bytes=10**15) == small_graph()    # a huge limit is not a huge read buffer
     monkeypatch.setenv("TVD_MAX_TRACE_BYTES", str(size - 1))
     with pytest.raises(TraceFormatError, match="over the"):
         Graph.load(path)
@@ -240,3 +242,18 @@ def test_a_lone_surrogate_in_a_graph_built_in_memory_still_saves_and_loads(tmp_p
     odd = Graph(g.nodes, g.edges, g.module_calls, model_name="bad\ud800name")
     assert len(odd.content_id) == 16
     assert Graph.load(odd.save(tmp_path / "odd.json")).model_name == "bad?name"
+
+
+def test_a_file_that_grows_while_it_is_read_is_still_held_to_the_limit(tmp_path, monkeypatch):
+    path = small_graph().save(tmp_path / "t.json")
+    size = path.stat().st_size
+    real_stat = type(path).stat
+
+    def stale_stat(self, *args, **kwargs):   # the size seen before the file grew
+        st = real_stat(self, *args, **kwargs)
+        return os.stat_result((*st[:6], 10, *st[7:])) if self == path else st
+
+    monkeypatch.setattr(type(path), "stat", stale_stat)
+    with pytest.raises(TraceFormatError, match="over the"):
+        Graph.load(path, max_bytes=size - 1)
+    assert Graph.load(path, max_bytes=size) == small_graph()

@@ -305,9 +305,18 @@ class Graph:
         if not path.is_file():
             raise FileNotFoundError(f"no trace file at {path}")
         limit = trace_size_limit(max_bytes)
-        check_size(path.stat().st_size, limit, str(path))
+        size = path.stat().st_size
+        check_size(size, limit, str(path))
         with path.open("rb") as f:
-            data = f.read(limit + 1)            # the file may have grown since stat
+            data = f.read(size + 1)      # read(n) allocates n bytes: never the limit itself (it may be huge)
+            if len(data) > size:         # the file grew since stat: read on, in bounded pieces, to the limit
+                buf = bytearray(data)
+                while len(buf) <= limit:
+                    more = f.read(min(1 << 24, limit + 1 - len(buf)))
+                    if not more:
+                        break
+                    buf += more
+                data = bytes(buf)
         check_size(len(data), limit, str(path))
         return cls.from_json(data, max_bytes=limit)
 
