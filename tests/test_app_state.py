@@ -221,6 +221,6 @@ def test_toolbar_values_override_a_store_that_predates_them() -> None:
     assert callbacks.with_controls(data, None, None, None) == data
     spec, rankdir, theme, _, _ = callbacks.next_view("expand_all", 1, current, None)
     assert spec.show_params and not spec.fold_repeats and (rankdir, theme) == ("LR", "dark")
-    fig, new_data, _, _, depth = callbacks._apply("expand_all", 1, data, None, current)
+    fig, new_data, _, _, depth, _ = callbacks._apply("expand_all", 1, data, None, current)
     assert depth == -1                                              # the depth control follows
     assert new_data["params"] and new_data["rankdir"] == "LR" and isinstance(fig, dict)   # a whole new figure

@@ -95,3 +95,70 @@ def test_search_works_every_time_and_shows_no_internal_ids(page: Any, gallery_ur
     labels = page.get_by_role("option").all_inner_texts()
     assert not [t for t in labels if re.search(r"\b(n|mod):[\w.(]", t)], labels
     _type_in_search(page, "")
+
+
+_BG = """(sel) => { let e = document.querySelector(sel);
+  while (e) { const c = getComputedStyle(e).backgroundColor;
+    if (c && c !== 'rgba(0, 0, 0, 0)' && c !== 'transparent') return c; e = e.parentElement; }
+  return 'rgb(255, 255, 255)'; }"""
+
+
+def _luma(rgb: str) -> float:
+    r, g, b = (float(v) for v in re.findall(r"[\d.]+", rgb)[:3])
+    return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255
+
+
+def _page_parts(page: Any) -> dict[str, float]:
+    """The luminance of what a person sees behind each part of the page."""
+    sels = {"page margin": "body", "gallery bar": ".tvd-gallery-bar", "gallery dropdown": "#tvd-demo",
+            "depth dropdown": css_id(G, "depth"), "search box": ".tvd-search",
+            "expand button": css_id(G, "expand_all"), "export button": css_id(G, "export_svg")}
+    return {name: _luma(page.evaluate(_BG, sel)) for name, sel in sels.items()}
+
+
+def test_the_dark_theme_covers_the_whole_page(page: Any, gallery_url: str) -> None:
+    open_demo(page, gallery_url, "mlp")
+    assert all(v > 0.8 for v in _page_parts(page).values()), _page_parts(page)
+    page.get_by_label("dark").check()
+    page.wait_for_function("() => getComputedStyle(document.body).backgroundColor === 'rgb(17, 17, 17)'",
+                           timeout=20_000)
+    dark = _page_parts(page)
+    assert all(v < 0.25 for v in dark.values()), dark
+    text = page.evaluate("(s) => getComputedStyle(document.querySelector(s)).color", css_id(G, "expand_all"))
+    assert _luma(text) > 0.7                                            # light text on the dark buttons
+    page.click(".tvd-search")                                           # an open menu is dark too
+    menu = page.locator(".dash-dropdown-content").first
+    menu.wait_for(timeout=20_000)
+    assert _luma(menu.evaluate("e => getComputedStyle(e).backgroundColor")) < 0.25
+    assert _luma(menu.evaluate("e => getComputedStyle(e).color")) > 0.7
+    page.keyboard.press("Escape")
+    page.get_by_label("light").check()                                  # and back
+    page.wait_for_function("() => getComputedStyle(document.body).backgroundColor !== 'rgb(17, 17, 17)'",
+                           timeout=20_000)
+    assert all(v > 0.8 for v in _page_parts(page).values()), _page_parts(page)
+
+
+@pytest.mark.parametrize("width", [1400, 800])
+def test_the_mode_bar_is_trimmed_and_covers_no_app_button(browser: Any, gallery_url: str, width: int) -> None:
+    ctx = browser.new_context(viewport={"width": width, "height": 900})
+    try:
+        page = ctx.new_page()
+        open_demo(page, gallery_url, "gpt")
+        box = page.locator(css_id(G, "graph")).bounding_box()
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)     # the bar shows on hover
+        page.locator(".modebar").first.wait_for(state="visible", timeout=20_000)
+        titles = page.evaluate("Array.from(document.querySelectorAll('.modebar-btn'))"
+                               ".map(b => b.getAttribute('data-title'))")
+        assert titles == ["Zoom", "Pan", "Zoom in", "Zoom out", "Reset axes"]
+        bar = page.locator(".modebar").first.bounding_box()
+        controls = page.locator(f"{css_id(G, 'root')} button:not(.modebar-btn), {css_id(G, 'root')} .dash-dropdown, "
+                                f"{css_id(G, 'root')} input, {css_id(G, 'details')}")
+        for i in range(controls.count()):
+            c = controls.nth(i).bounding_box()
+            if c is None:
+                continue
+            apart = (bar["x"] + bar["width"] <= c["x"] or c["x"] + c["width"] <= bar["x"]
+                     or bar["y"] + bar["height"] <= c["y"] or c["y"] + c["height"] <= bar["y"])
+            assert apart, (controls.nth(i).evaluate("e => e.outerHTML.slice(0, 120)"), bar, c)
+    finally:
+        ctx.close()

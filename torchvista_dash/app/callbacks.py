@@ -43,6 +43,12 @@ def root_style(theme: str) -> dict[str, str]:
     return {**get_theme(theme).page_style(), "padding": "8px", "fontFamily": "system-ui, sans-serif"}
 
 
+def root_class(theme: str) -> str:
+    """The ModelGraph's classes: ``tvd-dark`` lets the stylesheet (assets/tvd.css) dress the toolbar's controls
+    and, on a served page, the whole page in the theme."""
+    return f"tvd-model-graph tvd-{theme}"
+
+
 @dataclass(frozen=True)
 class NextView:
     """The view after one user action. ``zoom_back``: the zoom to return to when the module that an open click
@@ -160,12 +166,12 @@ def with_controls(data: dict[str, Any], options: list[str] | None, direction: st
 def _apply(trigger: str | None, value: Any, data: dict[str, Any], relayout: dict[str, Any] | None,
            current: dict[str, Any] | None = None, shown_depth: Any = None,
            click: dict[str, Any] | None = None) -> tuple:
-    """The five outputs of ``update_view`` for one action; ``data`` is the store as the browser last drew it,
+    """The six outputs of ``update_view`` for one action (the seventh, the search box, is its own); ``data`` is the store as the browser last drew it,
     ``current`` the same with the toolbar's current values, ``shown_depth`` the depth control's value,
     ``click`` the clickData of a click (its box's drawn size tells the plot's scale)."""
     result = step(trigger, value, current if current is not None else data, relayout, click)
     if result is None:
-        return no_update, no_update, no_update, no_update, no_update
+        return no_update, no_update, no_update, no_update, no_update, no_update
     spec, rankdir, theme, highlight, ranges = (result.spec, result.rankdir, result.theme, result.highlight,
                                                result.ranges)
     tid = data["trace"]
@@ -188,10 +194,12 @@ def _apply(trigger: str | None, value: Any, data: dict[str, Any], relayout: dict
     new_notes = state.visible(tid, spec).notes
     notes = (no_update if new_notes == state.visible(tid, old_spec).notes
              else [html.Div(n) for n in new_notes])
-    style = no_update if draw.theme == old_draw.theme else root_style(draw.theme)
+    same_theme = draw.theme == old_draw.theme
+    style = no_update if same_theme else root_style(draw.theme)
+    css_class = no_update if same_theme else root_class(draw.theme)
     state.precompute_neighbours(tid, spec, draw)
     depth = view_mod.depth_of(registry.get(tid).graph, spec)   # the control shows the view's state ("custom")
-    return fig, new_data, notes, style, (no_update if depth == shown_depth else depth)
+    return fig, new_data, notes, style, (no_update if depth == shown_depth else depth), css_class
 
 
 def details_for(trigger: str | None, value: Any, data: dict[str, Any]) -> Any:
@@ -213,6 +221,7 @@ def _define() -> None:
         Output(ids.notes(MATCH), "children"),
         Output(ids.root(MATCH), "style"),
         Output(ids.depth(MATCH), "value"),
+        Output(ids.root(MATCH), "className"),
         Output(ids.search(MATCH), "value"),
         Input(ids.graph(MATCH), "clickData"),
         Input(ids.expand_all(MATCH), "n_clicks"),
@@ -240,7 +249,7 @@ def _define() -> None:
                            click if trigger == "graph" else None), cleared
         except Exception as exc:   # shown in the page, not lost in a server log
             return (no_update, no_update, error_text(f"{type(exc).__name__}: {exc}", className="tvd-app-error"),
-                    no_update, no_update, cleared)
+                    no_update, no_update, no_update, cleared)
 
     # The details panel has its own callbacks: their answer is drawn after (not with) the graph's.
     @dash.callback(

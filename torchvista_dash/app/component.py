@@ -33,6 +33,11 @@ from .ids import ids as _ids
 from .search import browse
 
 APP_RANKDIRS = ("TB", "LR")   # the toolbar's directions
+# The mode bar keeps the tools that mean something on a graph of boxes: zoom and pan modes, zoom in/out and
+# "reset" (back to the whole view). No selection tools (nothing to select), no autoscale (the same as reset
+# here), no camera (the export buttons draw the whole view, not the visible part), no share link.
+MODE_BAR = ["zoom2d", "pan2d", "zoomIn2d", "zoomOut2d", "resetScale2d"]
+PLOT_CONFIG: Any = {"scrollZoom": True, "displaylogo": False, "doubleClick": "reset", "modeBarButtons": [MODE_BAR]}
 BUTTON = {"marginRight": "6px", "padding": "3px 10px", "cursor": "pointer"}
 ROW = {"display": "flex", "flexWrap": "wrap", "alignItems": "center", "gap": "10px", "margin": "6px 0"}
 
@@ -47,7 +52,7 @@ def color_by_control(cid: dict[str, Any], graph: Graph, value: str | None) -> dc
     options = [{"label": "colour by: kind", "value": ""}] + [
         {"label": f"colour by: {LABELS[m]}", "value": m, "disabled": not costs.has(m)} for m in METRICS]
     return dcc.Dropdown(id=cid, options=options, value=value or "", clearable=False, searchable=False,
-                        className="tvd-color-by", style={"width": "190px", "color": "#222"})
+                        className="tvd-color-by", style={"width": "190px"})
 
 
 def _label(text: str) -> html.Span:
@@ -106,7 +111,7 @@ class ModelGraph(html.Div):
             html.Button("Expand all", id=_ids.expand_all(aio_id), n_clicks=0, style=BUTTON),
             html.Button("Collapse all", id=_ids.collapse_all(aio_id), n_clicks=0, style=BUTTON),
             dcc.Dropdown(id=_ids.depth(aio_id), options=depth_options, value=view_mod.depth_of(graph, spec),
-                         clearable=False, searchable=False, style={"width": "120px", "color": "#222"}),
+                         clearable=False, searchable=False, style={"width": "120px"}),
             dcc.Checklist(id=_ids.options(aio_id), value=options, inline=True,
                           options=[{"label": _label(" fold repeats"), "value": "fold"},
                                    {"label": _label(" parameters/constants"), "value": "params"}],
@@ -122,7 +127,7 @@ class ModelGraph(html.Div):
         toolbar2 = html.Div([
             dcc.Dropdown(id=_ids.search(aio_id), options=browse(graph),
                          placeholder="Search modules and ops (name, qualname, class)…",
-                         searchable=True, clearable=True, style={"minWidth": "380px", "flex": "1", "color": "#222"},
+                         searchable=True, clearable=True, style={"minWidth": "380px", "flex": "1"},
                          className="tvd-search"),
             color_by_control(_ids.color_by(aio_id), graph, draw.color_by),
             html.Span("Export view:"),
@@ -135,7 +140,7 @@ class ModelGraph(html.Div):
             dcc.Download(id=_ids.download(aio_id)),
         ], style=ROW)
         plot = dcc.Graph(id=_ids.graph(aio_id), figure=figure, style={"height": height},
-                         config={"scrollZoom": True, "displaylogo": False, "doubleClick": "reset"})
+                         config=PLOT_CONFIG)
         body = html.Div([
             html.Div(plot, style={"flex": "1", "minWidth": "0"}),
             html.Div(details(tid, draw.highlight), id=_ids.details(aio_id), className="tvd-details",
@@ -155,4 +160,5 @@ class ModelGraph(html.Div):
             dcc.Store(id=_ids.store(aio_id), data=store),
         ]
         style = {**callbacks.root_style(theme), **div_props.pop("style", {})}
-        super().__init__(children, id=_ids.root(aio_id), style=style, className="tvd-model-graph", **div_props)
+        super().__init__(children, id=_ids.root(aio_id), style=style, className=callbacks.root_class(theme),
+                         **div_props)

@@ -202,7 +202,7 @@ def make_app(traces: Sequence[Trace] = (), *, gallery: bool | Gallery = False, t
                 dcc.Dropdown(id="tvd-demo", value=current if current in gallery.labels else None, clearable=False,
                              searchable=len(gallery.labels) > 12, style={"width": "640px"},
                              options=[{"label": label, "value": name} for name, label in gallery.labels.items()]),
-            ], style={"display": "flex", "alignItems": "center", "padding": "6px 8px",
+            ], className="tvd-gallery-bar", style={"display": "flex", "alignItems": "center", "padding": "6px 8px",
                       "fontFamily": "system-ui, sans-serif"}))
         return html.Div([*top, html.Div(_page_for(query, traces, gallery, options), id="tvd-page")])
 
