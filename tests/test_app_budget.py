@@ -6,18 +6,16 @@ import pytest
 from test_app_state import _find
 
 from torchvista_dash import view
-from torchvista_dash.app import ModelGraph, callbacks, state
+from torchvista_dash.app import ModelGraph, callbacks, registry, state
 from torchvista_dash.demos import demo_trace
 
 
 @pytest.fixture()
 def small_budget(monkeypatch):
     monkeypatch.setattr(state, "NODE_BUDGET", 40)
-    state.visible.cache_clear()
-    state.figure_json.cache_clear()
+    registry.clear_caches()
     yield
-    state.visible.cache_clear()
-    state.figure_json.cache_clear()
+    registry.clear_caches()
 
 
 def test_store_holds_the_drawn_spec_and_a_click_opens_a_budget_closed_module(small_budget, dot_binary):

@@ -17,10 +17,12 @@ from typing import Any
 import pytest
 import requests
 import torch
-from support_app import click_id, css_id, wait_drawn, wait_ids
+from support_app import click_id, css_id, start, wait_drawn, wait_ids
 from torch import nn
 
+from bench.dash_client import DashClient, find_store, output_of
 from torchvista_dash import trace_model
+from torchvista_dash.app.server import make_app
 
 TITLE_XSS = "</title><script>alert('title')</script><img src=x onerror=alert('title-img')>"
 CLASS_XSS = "<img src=x onerror=alert('class')>"
@@ -119,3 +121,54 @@ def test_serve_answers_for_an_allowed_host_name(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+# ---- errors are said in the page, never a blank page or a silent HTTP 500 ---------------------------
+def _failing_dot(folder: Path) -> Path:
+    """A real program in dot's place that fails the way a broken Graphviz does."""
+    exe = folder / "dot"
+    exe.write_text("#!/bin/sh\ncat > /dev/null\necho 'Error: <stdin>: syntax error in line 1' >&2\nexit 1\n")
+    exe.chmod(0o755)
+    return exe
+
+
+def _fresh_trace(width: int) -> Any:
+    return trace_model(nn.Sequential(nn.Linear(width, 3), nn.Tanh()), torch.rand(1, width))
+
+
+@pytest.mark.browser
+def test_a_layout_failure_on_the_first_page_is_shown_in_the_page(page: Any, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TVD_DOT", str(_failing_dot(tmp_path)))
+    srv = start(make_app([_fresh_trace(13)]))
+    try:
+        layout = requests.get(srv.url + "_dash-layout", headers={"Referer": srv.url}, timeout=60)
+        assert layout.status_code == 200
+        assert "cannot draw this graph: GraphvizError" in layout.text and "syntax error in line 1" in layout.text
+        page.goto(srv.url)
+        page.wait_for_selector(".tvd-app-error", timeout=20_000)
+        assert "syntax error in line 1" in page.inner_text("#tvd-page")
+    finally:
+        srv.stop()
+    monkeypatch.delenv("TVD_DOT")
+    monkeypatch.setenv("TVD_DOT_TIMEOUT", "abc")
+    srv = start(make_app([_fresh_trace(14)]))
+    try:
+        text = requests.get(srv.url + "_dash-layout", headers={"Referer": srv.url}, timeout=60).text
+        assert "$TVD_DOT_TIMEOUT='abc' is not a number of seconds above 0" in text
+    finally:
+        srv.stop()
+
+
+def test_search_on_a_page_whose_trace_the_server_no_longer_has_says_so(tmp_path: Path) -> None:
+    srv = start(make_app([_fresh_trace(15)]))
+    try:
+        client = DashClient(srv.url)
+        store = {**find_store(client.layout(), "main"), "trace": "0" * 16}    # as after a server restart
+        r = client.call('"search"}.options', "main", {"search.search_value": "lin", "store.data": store},
+                        "search.search_value")
+        assert r.status_code == 200
+        [option] = output_of(r, "main", "search", "options")
+        assert "no trace with id" in option["label"] and option["disabled"]
+    finally:
+        srv.stop()

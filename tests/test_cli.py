@@ -289,3 +289,31 @@ def test_serve_a_folder_without_traces_is_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 2 and proc.stderr.strip() == (
         f"error: no trace files in {tmp_path} (1 .json files, none a trace): save traces there with "
         "trace.save('name.json')")
+
+
+# ---- export when Graphviz is missing, failing or too slow: one `error:` line --------------------------
+@pytest.mark.parametrize("script, env, message", [
+    (None, {"TVD_DOT": "/nowhere/dot"}, "is not an executable Graphviz dot"),
+    ("cat > /dev/null; echo 'Error: syntax error in line 1' >&2; exit 1", {},
+     "Graphviz dot failed (exit code 1): Error: syntax error in line 1"),
+    ("sleep 30", {"TVD_DOT_TIMEOUT": "0.5"}, "ran past its time budget of 0.5 s"),
+    (None, {"TVD_DOT_TIMEOUT": "abc"}, "$TVD_DOT_TIMEOUT='abc' is not a number of seconds above 0"),
+])
+def test_export_graphviz_trouble_is_one_line(script: str | None, env: dict[str, str], message: str, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    if script is not None:
+        exe = tmp_path / "dot"
+        exe.write_text(f"#!/bin/sh\n{script}\n")
+        exe.chmod(0o755)
+        monkeypatch.setenv("TVD_DOT", str(exe))
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    width = 20 + len(message) % 7      # a view no earlier test laid out (the layout cache is process-wide)
+    (tmp_path / "m.py").write_text("import torch\nfrom torch import nn\n"
+                                   f"def make():\n    return nn.Sequential(nn.Linear({width}, 2)), torch.rand(1, {width})\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    started = time.monotonic()
+    code, _, err = run_main(["export", "m:make", "-o", str(tmp_path / "out.svg")], capsys)
+    assert code == 2 and err.count("\n") == 1 and err.startswith("error: ") and message in err, err
+    assert time.monotonic() - started < 25 and not (tmp_path / "out.svg").exists()

@@ -128,7 +128,7 @@ def quiet() -> None:
     for t in threading.enumerate():
         if t.name == "tvd-warm-up":
             t.join(timeout=60)
-    state._pool.submit(lambda: None).result(timeout=120)   # one worker, first in first out: all earlier work done
+    assert state.precomputer.wait_idle(timeout=120)       # the background queue has run dry
 
 
 def test_returning_to_a_view_costs_no_dot_run(dot_binary, quiet):

@@ -161,10 +161,32 @@ def _depth(text: str) -> int | None:
         raise CLIError(str(exc)) from None
 
 
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:2000] or type(exc).__name__
+
+
+def _check_settings(serving: bool = False) -> None:
+    """The environment settings the layout (and the server) read when used, checked up front: a bad one is
+    one ``error:`` line now, not a message in every page later."""
+    from .layout import run
+
+    checks: list[Any] = [run.timeout_seconds, run.max_jobs]
+    if serving:
+        from .app import guard, registry
+
+        checks += [guard.max_request_bytes, registry.max_traces]
+    for check in checks:
+        try:
+            check()
+        except ValueError as exc:
+            raise CLIError(str(exc)) from None
+
+
 def _serve(ns: argparse.Namespace) -> int:
     from .app.server import make_app, serve_forever
 
     check_port(ns.port)                   # the arguments, then the target, then the port: cheapest first
+    _check_settings(serving=True)
     options: dict[str, Any] = {"depth": _depth(ns.depth), "theme": ns.theme, "rankdir": ns.direction}
     if ns.target is None:
         options.update(gallery=True, title="torchvista_dash gallery")
@@ -202,7 +224,12 @@ def _export(ns: argparse.Namespace) -> int:
     if not out.parent.exists():
         raise CLIError(f"the folder {out.parent} does not exist; create it first")
     trace = resolve_target(ns.target)
-    export(trace, out, fmt=fmt, depth=depth, theme=ns.theme, rankdir=ns.direction)
+    if fmt != "json":
+        _check_settings()
+    try:
+        export(trace, out, fmt=fmt, depth=depth, theme=ns.theme, rankdir=ns.direction)
+    except RuntimeError as exc:   # Graphviz missing, failing or over its time budget
+        raise CLIError(f"cannot export {out.name}: {_one_line(exc)}") from None
     err = trace.graph.error
     if err is not None:
         print(f"warning: the forward pass failed ({err.type}: {err.message}); exported the partial graph",

@@ -288,12 +288,15 @@ def _define() -> None:
         prevent_initial_call=True,
     )
     def search_options(text, current, data):
-        graph = registry.get(data["trace"]).graph
-        # the chosen value stays among the options: a dropdown drops a value its options no longer hold
-        found = search(graph, text) if (text or "").strip() else browse(graph)
-        if current and all(o["value"] != current for o in found):
-            found.extend(o for o in search(graph, "", exact=current))
-        return found
+        try:
+            graph = registry.get(data["trace"]).graph
+            # the chosen value stays among the options: a dropdown drops a value its options no longer hold
+            found = search(graph, text) if (text or "").strip() else browse(graph)
+            if current and all(o["value"] != current for o in found):
+                found.extend(o for o in search(graph, "", exact=current))
+            return found
+        except Exception as exc:   # said in the dropdown itself (e.g. the server restarted), not a silent 500
+            return [{"label": f"{type(exc).__name__}: {exc}", "value": "", "disabled": True}]
 
     @dash.callback(
         Output(ids.download(MATCH), "data"),

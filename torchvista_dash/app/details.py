@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from dash import html
 
 from ..costs import cost_lines, heaviest_children, human
@@ -40,15 +38,19 @@ def header(graph: Graph) -> list:
     return parts
 
 
-@lru_cache(maxsize=64)
 def _inside(trace_id: str) -> dict[str, frozenset[str]]:
-    """Call id → ids of every node inside it (at any depth)."""
-    graph = registry.get(trace_id).graph
-    out: dict[str, set[str]] = {c.id: set() for c in graph.module_calls}
-    for n in graph.nodes:
-        for c in graph.ancestors(n.parent):
-            out[c].add(n.id)
-    return {k: frozenset(v) for k, v in out.items()}
+    """Call id → ids of every node inside it (at any depth); computed once per trace, kept in its entry."""
+    entry = registry.entry(trace_id)
+
+    def make() -> dict[str, frozenset[str]]:
+        graph = entry.trace.graph
+        out: dict[str, set[str]] = {c.id: set() for c in graph.module_calls}
+        for n in graph.nodes:
+            for c in graph.ancestors(n.parent):
+                out[c].add(n.id)
+        return {k: frozenset(v) for k, v in out.items()}
+
+    return entry.facts.get("inside", make)
 
 
 def call_io(trace_id: str, call_id: str) -> tuple[list[TensorMeta], list[TensorMeta]]:

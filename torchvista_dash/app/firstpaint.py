@@ -13,7 +13,6 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import replace
-from functools import lru_cache
 
 from ..options import DEFAULT_DRAW, DEFAULT_VIEW, DrawOptions, ViewOptions
 from ..pipeline import paint_of
@@ -39,13 +38,18 @@ body:has(.js-plotly-plot .main-svg) #{PICTURE_ID} {{display: none;}}
 </style>"""
 
 
-@lru_cache(maxsize=64)
 def picture_svg(trace_id: str, spec: ViewSpec, draw: DrawOptions) -> bytes:
-    """The view drawn by Graphviz from the cached layout, as the SVG export draws it (cached per view)."""
-    trace = registry.get(trace_id)
-    vg = state.visible(trace_id, spec)
-    return static_image(trace.graph, vg, state.layout_of(trace_id, spec, draw.rankdir), "svg", draw.theme,
-                        highlight=draw.highlight, paint=paint_of(trace.graph, vg, draw, trace.paint(vg, draw.theme)))
+    """The view drawn by Graphviz from the cached layout, as the SVG export draws it (cached in the trace's
+    registry entry)."""
+    entry = registry.entry(trace_id)
+
+    def make() -> bytes:
+        trace = entry.trace
+        vg = state.visible(trace_id, spec)
+        return static_image(trace.graph, vg, state.layout_of(trace_id, spec, draw.rankdir), "svg", draw.theme,
+                            highlight=draw.highlight, paint=paint_of(trace.graph, vg, draw, trace.paint(vg, draw.theme)))
+
+    return entry.pictures.get((spec, draw), make)
 
 
 def first_picture_html(trace_id: str, view: ViewOptions = DEFAULT_VIEW, draw: DrawOptions = DEFAULT_DRAW, *,

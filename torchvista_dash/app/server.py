@@ -49,6 +49,9 @@ def _page_for(query: dict[str, list[str]], traces: Sequence[Trace], gallery: Gal
         return _page(query, traces, gallery, options)
     except (ValueError, TypeError, registry.UnknownTrace) as exc:
         return error_text(f"cannot show this page: {exc}", padding="8px")
+    except Exception as exc:   # dot missing, failing or over its budget: said in the page, as clicks do, not a 500
+        return error_text(f"cannot draw this graph: {type(exc).__name__}: {exc}", padding="8px",
+                          className="tvd-app-error")
 
 
 def _target(query: dict[str, list[str]], traces: Sequence[Trace], gallery: Gallery | None
@@ -178,7 +181,7 @@ def make_app(traces: Sequence[Trace] = (), *, gallery: bool | Gallery = False, t
     elif gallery is False:
         gallery = None
     for t in traces:
-        registry.register(t)
+        registry.register(t, keep=True)     # the server's own traces are never evicted
     with _app_lock:
         _apps += 1
         name = f"torchvista_dash_app_{_apps}"

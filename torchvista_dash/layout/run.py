@@ -1,19 +1,25 @@
-"""Running Graphviz programs: found on PATH (or ``$TVD_DOT``), killed when they overrun their time budget.
+"""Running Graphviz programs: found on PATH (or ``$TVD_DOT``), killed when they overrun their time budget,
+and never more at once than the machine has cores for.
 
 The one process runner of the package: the layout (``dot -Tjson0``) and the static export (``neato -n2``)
 both start Graphviz here, under the same ``$TVD_DOT_TIMEOUT``. ``DotRun`` starts the program before its input
 exists: Graphviz spends its first few milliseconds loading its libraries and plugins, and that start-up runs
-on another core while we are still writing the DOT.
+on another core while we are still writing the DOT. The work is then admitted by ``slots`` (at most
+``$TVD_DOT_JOBS``, default the core count, at once): small layouts pass big ones, interactive ones pass
+background ones, and big ones never hold every slot.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
 import selectors
 import shutil
 import subprocess
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import NoReturn
 
@@ -22,7 +28,10 @@ try:
 except ImportError:     # Windows
     fcntl = None  # type: ignore[assignment]
 
-DEFAULT_TIMEOUT = 60.0   # seconds, unless $TVD_DOT_TIMEOUT says otherwise (read at each run)
+DEFAULT_TIMEOUT = 60.0      # seconds, unless $TVD_DOT_TIMEOUT says otherwise (read at each run)
+TIMEOUT_ENV = "TVD_DOT_TIMEOUT"
+JOBS_ENV = "TVD_DOT_JOBS"
+HEAVY_BYTES = 32_000        # DOT this long is a big layout (~300 boxes; GPT-2 small's every-op view is 65 kB)
 _READ_SIZE = 1 << 20
 _F_SETPIPE_SZ = 1031     # Linux fcntl: a pipe's buffer size
 _CAN_PUMP = os.name == "posix"   # select() on pipes and non-blocking pipe writes
@@ -41,18 +50,119 @@ class GraphvizError(RuntimeError):
     """``dot`` failed or ran past its time budget (it was killed)."""
 
 
-def timeout_from_env() -> float:
-    """The time budget of one Graphviz run: ``$TVD_DOT_TIMEOUT`` seconds, else ``DEFAULT_TIMEOUT``."""
-    text = os.environ.get("TVD_DOT_TIMEOUT", "").strip()
-    if not text:
-        return DEFAULT_TIMEOUT
+def timeout_seconds(timeout: float | None = None) -> float:
+    """One dot run's time budget: ``timeout``, else ``$TVD_DOT_TIMEOUT``, else 60 s; checked here, when used
+    (a bad setting is a clear ValueError at the first layout, not a broken import)."""
+    if timeout is None:
+        raw = os.environ.get(TIMEOUT_ENV, "").strip()
+        if not raw:
+            return DEFAULT_TIMEOUT
+        try:
+            value = float(raw)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"${TIMEOUT_ENV}={raw!r} is not a number of seconds above 0 (for example 120); "
+                             f"unset it for the default {DEFAULT_TIMEOUT:g} s")
+        return value
     try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise ValueError(f"$TVD_DOT_TIMEOUT={text!r} is not a positive number of seconds")
+        value = float(timeout)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"timeout must be a number of seconds above 0, not {timeout!r}")
     return value
+
+
+def max_jobs() -> int:
+    """How many dot runs may lay out at once: ``$TVD_DOT_JOBS``, else the number of cores."""
+    raw = os.environ.get(JOBS_ENV, "").strip()
+    if not raw:
+        return max(1, os.cpu_count() or 1)
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"${JOBS_ENV}={raw!r} is not a positive whole number; unset it for one per core")
+    return value
+
+
+_background = threading.local()
+
+
+@contextlib.contextmanager
+def background() -> Iterator[None]:
+    """Dot runs started inside this block (in this thread) wait for every interactive one: speculative work."""
+    was = getattr(_background, "on", False)
+    _background.on = True
+    try:
+        yield
+    finally:
+        _background.on = was
+
+
+class Slots:
+    """Admission to the cores: at most ``max_jobs()`` runs at once. Waiting runs go in order of (background,
+    size, arrival), and big runs (``HEAVY_BYTES`` of DOT and more) hold at most all slots but one, so a small
+    layout (a click on a small model, a collapsed view) never waits behind big ones."""
+
+    def __init__(self) -> None:
+        self._cv = threading.Condition()
+        self._busy = self._heavy = 0
+        self._waiting: list[tuple[bool, int, int]] = []
+        self._seq = 0
+        self.stats = {"runs": 0, "waited": 0, "max_busy": 0}
+
+    def _may_go(self, ticket: tuple[bool, int, int], limit: int) -> bool:
+        heavy_limit = max(1, limit - 1)
+        for t in sorted(self._waiting):
+            if self._busy < limit and (t[1] < HEAVY_BYTES or self._heavy < heavy_limit):
+                return t == ticket          # the first waiter that can run now is the one to go
+        return False
+
+    @contextlib.contextmanager
+    def hold(self, size: int, timeout: float) -> Iterator[None]:
+        """One slot for a run of ``size`` bytes of DOT; GraphvizError after ``timeout`` s of waiting."""
+        limit = max_jobs()
+        heavy = size >= HEAVY_BYTES
+        with self._cv:
+            self._seq += 1
+            ticket = (bool(getattr(_background, "on", False)), size, self._seq)
+            self._waiting.append(ticket)
+            deadline = time.monotonic() + timeout
+            try:
+                if not self._may_go(ticket, limit):
+                    self.stats["waited"] += 1
+                while not self._may_go(ticket, limit):
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise GraphvizError(
+                            f"Graphviz is busy: {self._busy} layouts are running and {len(self._waiting) - 1} more "
+                            f"are waiting; this one waited {timeout:g} s. Try again in a moment, or collapse "
+                            f"some modules.")
+                    self._cv.wait(remaining)
+            finally:
+                self._waiting.remove(ticket)
+                self._cv.notify_all()
+            self._busy += 1
+            self._heavy += heavy
+            self.stats["runs"] += 1
+            self.stats["max_busy"] = max(self.stats["max_busy"], self._busy)
+        try:
+            yield
+        finally:
+            with self._cv:
+                self._busy -= 1
+                self._heavy -= heavy
+                self._cv.notify_all()
+
+    def busy(self) -> int:
+        with self._cv:
+            return self._busy
+
+
+slots = Slots()
 
 
 def find_program(program: str = "dot") -> str:
@@ -95,9 +205,9 @@ class DotRun:
 
     def __init__(self, fmt: str = "json", timeout: float | None = None, *, program: str = "dot",
                  args: tuple[str, ...] = ()) -> None:
+        self.timeout = timeout_seconds(timeout)
         exe = find_program(program)
         self.program = program
-        self.timeout = timeout_from_env() if timeout is None else float(timeout)
         try:
             self._proc: subprocess.Popen[bytes] | None = subprocess.Popen(
                 [exe, *args, f"-T{fmt}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -120,15 +230,16 @@ class DotRun:
         if proc is None:
             raise RuntimeError("a DotRun is fed once")
         data = source.encode("utf-8") if isinstance(source, str) else source
-        if on_output is not None and _CAN_PUMP:
-            out, err = self._pump(proc, data, on_output)
-        else:
-            try:
-                out, err = proc.communicate(data, timeout=self.timeout)
-            except subprocess.TimeoutExpired:
-                self._overran()
-            if on_output is not None and proc.returncode == 0:
-                on_output(out)      # no select() on pipes here (Windows): all of it, at the end
+        with slots.hold(len(data), self.timeout):      # Graphviz has started; it works when a core is free
+            if on_output is not None and _CAN_PUMP:
+                out, err = self._pump(proc, data, on_output)
+            else:
+                try:
+                    out, err = proc.communicate(data, timeout=self.timeout)
+                except subprocess.TimeoutExpired:
+                    self._overran()
+                if on_output is not None and proc.returncode == 0:
+                    on_output(out)      # no select() on pipes here (Windows): all of it, at the end
         self._proc = None
         if proc.returncode != 0:
             text = err.decode("utf-8", "replace").strip()
