@@ -62,7 +62,7 @@ def test_many_clicks_keep_the_queue_and_caches_bounded(dot_binary: str) -> None:
         vg = state.visible(tid, state.spec_from_store(data))     # click some box or cluster drawn now
         targets = sorted([n.id for n in vg.nodes if n.kind in ("module", "folded")] + [c.id for c in vg.clusters])
         vid = targets[(clicks * 7) % len(targets)]
-        _, new, _, _ = callbacks._apply("graph", vid, data, None)
+        new = callbacks._apply("graph", vid, data, None)[1]
         if isinstance(new, dict):
             data = new
         clicks += 1
