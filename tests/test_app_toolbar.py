@@ -162,3 +162,69 @@ def test_the_mode_bar_is_trimmed_and_covers_no_app_button(browser: Any, gallery_
             assert apart, (controls.nth(i).evaluate("e => e.outerHTML.slice(0, 120)"), bar, c)
     finally:
         ctx.close()
+
+
+def _search_of(page: Any) -> str:
+    return page.evaluate("window.location.search")
+
+
+def test_the_address_holds_the_view_for_reload_back_forward_and_sharing(browser: Any, gallery_url: str) -> None:
+    from urllib.parse import parse_qs
+
+    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        page = ctx.new_page()
+        open_demo(page, gallery_url, "gpt")
+        click_id(page, G, "fold:mod:blocks.0")                        # unfold the ×4 group
+        wait_ids(page, G, "nodes:labels", present=("mod:blocks.1",))
+        page.wait_for_function("() => window.location.search.includes('unfold=')", timeout=20_000)
+        wait_settled(page, G)
+        click_id(page, G, "mod:blocks.1")                             # open one block
+        wait_ids(page, G, "clusters:headers", present=("mod:blocks.1",))
+        page.get_by_label("dark").check()
+        page.get_by_label("left→right").check()
+        page.wait_for_function("() => window.location.search.includes('rankdir=LR')"
+                               " && window.location.search.includes('theme=dark')", timeout=20_000)
+        query = parse_qs(_search_of(page).lstrip("?"))
+        assert query["demo"] == ["gpt"] and query["open"] == ["mod:blocks.1"] and query["depth"] == ["1"]
+        shared = page.url
+
+        def shows_the_view(p: Any) -> None:
+            wait_drawn(p, G)
+            wait_ids(p, G, "clusters:headers", present=("mod:blocks.1",))
+            wait_ids(p, G, "nodes:labels", present=("mod:blocks.0", "mod:blocks.2"), absent=("fold:mod:blocks.0",))
+            assert p.locator(css_id(G, "theme") + " input[value=dark]").is_checked()
+            assert p.locator(css_id(G, "direction") + " input[value=LR]").is_checked()
+            assert p.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(17, 17, 17)"
+
+        page.reload()                                                  # reload: the same view
+        shows_the_view(page)
+        other = ctx.new_page()                                         # a link sent to a colleague
+        other.goto(shared)
+        shows_the_view(other)
+        other.close()
+        page.go_back()                                                 # back: one step earlier (before LR)
+        page.wait_for_function("() => !window.location.search.includes('rankdir=LR')", timeout=20_000)
+        page.wait_for_function("(s) => document.querySelector(s + ' input[value=TB]').checked",
+                               arg=css_id(G, "direction"), timeout=20_000)
+        wait_ids(page, G, "clusters:headers", present=("mod:blocks.1",))
+        page.go_forward()                                              # forward: the LR view again
+        page.wait_for_function("(s) => document.querySelector(s + ' input[value=LR]').checked",
+                               arg=css_id(G, "direction"), timeout=20_000)
+        page.click("#tvd-demo")                                        # another demo: its own address
+        page.get_by_role("option", name="MLP — Three linear layers with ReLU and dropout.").click()
+        page.wait_for_function("() => window.location.search === '?demo=mlp'", timeout=20_000)
+        page.wait_for_function("() => document.querySelector('.tvd-header').innerText.includes('MLP')")
+        page.go_back()                                                 # and back to the GPT view
+        page.wait_for_function("() => document.querySelector('.tvd-header').innerText.includes('GPT')",
+                               timeout=20_000)
+        shows_the_view(page)
+        assert "GPT-style decoder" in page.inner_text("#tvd-demo")
+    finally:
+        ctx.close()
+
+
+def test_a_bad_address_says_what_is_wrong(page: Any, gallery_url: str) -> None:
+    page.goto(f"{gallery_url}?demo=gpt&open=mod:nowhere")
+    page.wait_for_function("() => document.body.innerText.includes('cannot show this page')", timeout=20_000)
+    assert "mod:nowhere" in page.inner_text("#tvd-page")

@@ -260,6 +260,9 @@ def _check_spec(graph: Graph, spec: ViewSpec) -> None:
                          f"Build specs with make_spec(graph, ...)")
 
 
+check_spec = _check_spec   # public: a ValueError naming the first id of ``spec`` that ``graph`` lacks
+
+
 def build_view(graph: Graph, spec: ViewSpec, node_budget: int | None = None) -> VisibleGraph:
     """The VisibleGraph of ``spec``. Over ``node_budget`` boxes (default 1500), the deepest open calls are
     collapsed until it fits, and ``notes`` says so; the returned ``spec`` is the one actually drawn."""

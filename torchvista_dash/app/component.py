@@ -27,6 +27,7 @@ from ..options import (
     split_options,
 )
 from ..traced import Trace
+from ..view_types import ViewSpec
 from . import callbacks, registry, state
 from .details import details, header
 from .ids import ids as _ids
@@ -66,14 +67,16 @@ class ModelGraph(html.Div):
     ``trace``: a ``Trace`` (or a ``Graph``); ``id``: any JSON-able value unique on the page (default: random).
     ``height``: CSS height of the plot. Options, by name (``options.ViewOptions``/``DrawOptions``): ``depth``
     (module levels open at first, ``None``: every op), ``theme`` ("light", "dark"), ``rankdir`` ("TB", "LR"),
-    ``fold_repeats``, ``show_params``, ``labels``, ``details``; or whole ``view=``/``draw=`` objects. Other
-    keywords go to the outer ``html.Div``.
+    ``fold_repeats``, ``show_params``, ``labels``, ``details``; or whole ``view=``/``draw=`` objects;
+    ``spec``: an exact first view (``view.make_spec``), as a shared link names it. Other keywords go to the
+    outer ``html.Div``.
     """
 
     ids = _ids
 
     def __init__(self, trace: Trace | Graph, id: Any = None, *, height: str = "72vh",
-                 view: ViewOptions | None = None, draw: DrawOptions | None = None, **kwargs: Any) -> None:
+                 view: ViewOptions | None = None, draw: DrawOptions | None = None, spec: ViewSpec | None = None,
+                 **kwargs: Any) -> None:
         if isinstance(trace, Graph):
             trace = Trace(trace)
         if not isinstance(trace, Trace):
@@ -92,7 +95,11 @@ class ModelGraph(html.Div):
         aio_id = str(uuid.uuid4()) if id is None else id
         tid = registry.register(trace)
         graph = trace.graph
-        spec, highlight = state.first_view(tid, view)
+        if spec is None:
+            spec, highlight = state.first_view(tid, view)
+        else:                             # an exact view (a shared link): its ids checked against the trace
+            view_mod.check_spec(trace.graph, spec)
+            spec, highlight = state.drawn_spec(tid, spec), None
         draw = replace(draw, highlight=highlight if draw.highlight is None else draw.highlight)
         ranges = state.full_ranges(state.layout_of(tid, spec, draw.rankdir))
         vg = state.visible(tid, spec)

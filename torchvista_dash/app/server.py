@@ -14,15 +14,15 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import dash
-from dash import Input, Output, State, dcc, html
+from dash import ALL, Input, Output, State, dcc, html
 
 from ..options import option_names, options_from_text, split_options
 from ..render import plotlyjs
 from ..traced import Trace
-from . import callbacks, firstpaint, guard, registry
+from . import callbacks, firstpaint, guard, links, registry
 from .component import ModelGraph
 from .details import error_text
 from .gallery import Gallery, demo_gallery
@@ -74,7 +74,9 @@ def _page(query: dict[str, list[str]], traces: Sequence[Trace], gallery: Gallery
     if isinstance(target, str):
         return error_text(target) if gallery is not None and gallery.key in query else html.Div(target)
     trace, aio_id = target
-    return ModelGraph(trace, id=aio_id, **options)
+    spec = links.spec_from_query(trace.graph, query, options.get("depth", 1), options.get("fold_repeats", True),
+                                 options.get("show_params", False))
+    return ModelGraph(trace, id=aio_id, spec=spec, **options)
 
 
 GALLERY_BAR_PX = 46     # the gallery's model dropdown above the ModelGraph
@@ -86,7 +88,7 @@ def _first_picture(query: dict[str, list[str]], traces: Sequence[Trace], gallery
     try:
         options = _query_options(query, options)
         target = _target(query, traces, gallery)
-        if isinstance(target, str):
+        if isinstance(target, str) or any(k in query for k in links.VIEW_KEYS):   # a linked view: drawn by Dash
             return ""
         tid = registry.register(target[0])
         top = firstpaint.GRAPH_TOP_PX + (GALLERY_BAR_PX if gallery is not None else 0)
@@ -211,14 +213,38 @@ def make_app(traces: Sequence[Trace] = (), *, gallery: bool | Gallery = False, t
 
     app.layout = layout
 
-    @app.callback(Output("tvd-page", "children"), Input("tvd-url", "search"), State("tvd-rendered", "data"),
+    # The address follows the page (links.py): a chosen demo or file, and every view change, is a new history
+    # entry; back/forward (or an edited address) draw the page the address names.
+    @app.callback(Output("tvd-page", "children"), Output("tvd-rendered", "data"),
+                  Output("tvd-url", "search"),
+                  *([Output("tvd-demo", "value")] if gallery is not None else []),
+                  Input("tvd-url", "search"), State("tvd-rendered", "data"),
                   *([Input("tvd-demo", "value")] if gallery is not None else []))
     def route(search: str | None, rendered: str | None, demo: str | None = None) -> Any:
+        keep = [dash.no_update] if gallery is not None else []
         if gallery is not None and dash.ctx.triggered_id == "tvd-demo" and demo:
-            return _page_for({gallery.key: [demo]}, traces, gallery, options)
+            query = parse_qs((search or "").lstrip("?"))
+            if query.get(gallery.key, [gallery.default])[0] == demo:
+                return dash.no_update, dash.no_update, dash.no_update, *keep      # the address already says so
+            new = "?" + urlencode({gallery.key: demo})
+            return _page_for({gallery.key: [demo]}, traces, gallery, options), new, new, *keep
         if (search or "") == (rendered or ""):
-            return dash.no_update
-        return _page_for(parse_qs((search or "").lstrip("?")), traces, gallery, options)
+            return dash.no_update, dash.no_update, dash.no_update, *keep
+        query = parse_qs((search or "").lstrip("?"))
+        shown = [query.get(gallery.key, [gallery.default])[0]] if gallery is not None else []
+        return _page_for(query, traces, gallery, options), search or "", dash.no_update, *shown
+
+    @app.callback(Output("tvd-url", "search", allow_duplicate=True),
+                  Output("tvd-rendered", "data", allow_duplicate=True),
+                  Input(ModelGraph.ids.store(ALL), "data"), State("tvd-url", "search"), prevent_initial_call=True)
+    def remember(stores: list[dict[str, Any]] | None, search: str | None) -> Any:
+        if not stores or not stores[0] or "trace" not in stores[0]:
+            return dash.no_update, dash.no_update
+        try:
+            new = links.page_search(search, registry.get(stores[0]["trace"]).graph, stores[0])
+        except Exception:    # the address is a convenience: never break the page over it
+            return dash.no_update, dash.no_update
+        return (dash.no_update, dash.no_update) if new == (search or "") else (new, new)
 
     # Claim the ModelGraph callbacks now (Dash moves them into the first app that handles a request), and
     # put them back for any later app in this process.
