@@ -30,13 +30,14 @@ def css_id(aio_id: str, sub: str) -> str:
 
 
 def start(app: Any) -> BackgroundServer:
+    """Serve ``app`` and wait for its first page (Dash sets an app up, and builds its layout once, then)."""
     srv = BackgroundServer(app)
-    deadline = time.time() + 20
+    deadline = time.time() + 40
     while time.time() < deadline:
         try:
-            if requests.get(srv.url, timeout=2).status_code == 200:
+            if requests.get(srv.url, timeout=max(1.0, deadline - time.time())).status_code == 200:
                 return srv
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):
             time.sleep(0.05)
     raise RuntimeError(f"server at {srv.url} never answered")
 

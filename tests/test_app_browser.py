@@ -186,6 +186,36 @@ def test_two_model_graphs_on_one_page_act_independently(page: Any) -> None:
         srv.stop()
 
 
+def test_a_user_callback_listens_to_the_selected_module(page: Any) -> None:
+    """ModelGraph.ids.selected(aio_id) is a dcc.Store a user's own callback can take as Input, like
+    dash-cytoscape's tapNodeData: a real click on a box gives the callback its qualname and class."""
+    from dash import Input, Output, callback
+
+    app = Dash(__name__)
+    app.layout = html.Div([ModelGraph(demo_trace("mlp"), id="sel", height="400px"), html.Div(id="picked")])
+
+    @callback(Output("picked", "children"), Input(ModelGraph.ids.selected("sel"), "data"))
+    def picked(sel: dict[str, Any] | None) -> str:
+        return "nothing" if sel is None else f"{sel['kind']} {sel['qualname']} ({sel['cls']})"
+
+    srv = start(app)
+    try:
+        page.goto(srv.url)
+        wait_drawn(page, "sel")
+        page.wait_for_function("() => document.getElementById('picked').innerText === 'nothing'")
+        click_id(page, "sel", "mod:body")
+        page.wait_for_function("() => document.getElementById('picked').innerText === 'module body (Sequential)'",
+                               timeout=20_000)
+        wait_ids(page, "sel", "clusters:headers", present=("mod:body",))     # the click opened it as before
+        op = next(i for i in ids_drawn(page, "sel", "nodes:labels") if i.startswith("n:"))
+        node = demo_trace("mlp").graph.node_by_id[op]
+        click_id(page, "sel", op)
+        page.wait_for_function("(t) => document.getElementById('picked').innerText.startsWith(t)",
+                               arg=f"{node.kind} ", timeout=20_000)
+    finally:
+        srv.stop()
+
+
 def test_toolbar_options_direction_depth_and_fit(page: Any, gallery_url: str) -> None:
     open_demo(page, gallery_url, "mlp")
     graph = demo_trace("mlp").graph

@@ -191,14 +191,22 @@ def test_registry_and_component_checks() -> None:
 
 
 def test_callbacks_reach_every_app_in_one_process() -> None:
+    """One set per app, whatever the order: the package's apps register theirs (app.callback) at their first
+    request, users' apps get the All-in-One dash.callback set, a fresh one for each app started."""
     first = make_app([demo_trace("mlp")])
     second = dash.Dash(__name__)
     second.layout = html.Div([ModelGraph(demo_trace("mlp"), id="x")])
-    second.server.test_client().get("/")
+    fourth = dash.Dash(__name__)
     third = make_app(gallery=True)
     for app in (first, second, third):
-        outputs = " ".join(app.callback_map)
-        assert "ModelGraph" in outputs and "figure" in outputs
+        app.server.test_client().get("/")
+    fourth.layout = html.Div([ModelGraph(demo_trace("mlp"), id="y")])    # after the others took theirs
+    fourth.server.test_client().get("/")
+    for app in (first, second, third, fourth):
+        client = app.server.test_client()
+        outputs = [d["output"] for d in client.get("/_dash-dependencies").get_json()]
+        assert sum('"subcomponent":"graph"}.figure' in o for o in outputs) == 1, outputs   # exactly one set
+        assert sum('"subcomponent":"selected"}.data' in o for o in outputs) == 1
 
 
 def test_pages_by_url() -> None:

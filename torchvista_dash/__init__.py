@@ -15,7 +15,7 @@ __all__ = ["Diff", "Graph", "ModelGraph", "Trace", "TraceFormatError", "compare"
 
 def __getattr__(name: str) -> Any:
     if name == "ModelGraph":  # imported lazily: dash is only needed by the app
-        from .app.component import ModelGraph
+        from .app.aio import ModelGraph
 
         return ModelGraph
     raise AttributeError(f"module 'torchvista_dash' has no attribute {name!r}")

@@ -178,7 +178,7 @@ def forget_interned() -> None:
 
 
 # inline checks for the fast path of ``record``: each mirrors its reader exactly
-_INLINE = {read_str: "type({v}) is str", read_name: "type({v}) is str", read_bool: "type({v}) is bool",
+_INLINE: dict[Callable[[Any], Any], str] = {read_str: "type({v}) is str", read_name: "type({v}) is str", read_bool: "type({v}) is bool",
            read_opt_str: "({v} is None or type({v}) is str)", read_int: "(type({v}) is int and 0 <= {v} <= MAX_INT)"}
 
 

@@ -1,10 +1,20 @@
 """The interactive app: the ``ModelGraph`` Dash component, its callbacks, servers and notebook ``show()``.
 
-Only this package imports dash.
+Only this package imports dash. ``ModelGraph`` here (and as ``torchvista_dash.ModelGraph``) is the one for
+your own Dash app (aio.py: its callbacks are defined when it is imported); the package's own apps use
+``component.ModelGraph`` and register the callbacks on themselves.
 """
 
 from __future__ import annotations
 
-from .component import ModelGraph
+from typing import Any
 
 __all__ = ["ModelGraph"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ModelGraph":
+        from .aio import ModelGraph
+
+        return ModelGraph
+    raise AttributeError(f"module 'torchvista_dash.app' has no attribute {name!r}")

@@ -1,31 +1,38 @@
-"""The ModelGraph callbacks: pattern-matching (MATCH on ``aio_id``), registered once per process.
+"""The ModelGraph callbacks: pattern-matching (MATCH on ``aio_id``), one set per Dash app.
 
-``dash.callback`` puts callbacks in a global list that the first app to start moves into itself;
-``ensure_registered`` puts them back when a later app (a second server in one process, a notebook
-next to a user's dashboard) needs them, so creating a ModelGraph is all the setup there is.
+``register(decorator)`` defines the set with ``app.callback`` (the apps this package creates, server.py) or
+``dash.callback`` (the All-in-One pattern, for a ModelGraph in a user's app: aio.py). Dash moves a
+``dash.callback`` set into the first app that starts; ``for_user_app`` defines a fresh one when an app took
+the last one, so any number of apps in one process each get theirs. A callback that raises is answered by
+its ``on_error`` handler, which shows the error in the page instead of a server log.
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 import dash
 from dash import MATCH, Input, Output, Patch, State, ctx, html, no_update
-from dash import _callback as dash_callback_registry
 
 from .. import view as view_mod
 from ..options import depth_from_text
 from ..render.style import get_theme
 from ..view_types import ViewSpec
 from . import registry, state, zoom
-from .details import details, error_text
+from .details import details, error_text, selection
 from .ids import ids
 from .search import browse, search
 
+_MARK = str(Output(ids.graph(MATCH), "figure"))   # in the key of the set's first callback, in any app
+
 _lock = threading.Lock()
-_keys: set[str] = set()
+_armed = False                                           # a dash.callback set waits for the next app to start
+_seen: weakref.WeakSet[dash.Dash] = weakref.WeakSet()     # every Dash app made in this process
+_waiting: weakref.WeakSet[dash.Dash] = weakref.WeakSet()  # of those, the ones that may take the waiting set
 
 
 def clicked_id(click: dict[str, Any] | None) -> str | None:
@@ -202,20 +209,48 @@ def _apply(trigger: str | None, value: Any, data: dict[str, Any], relayout: dict
     return fig, new_data, notes, style, (no_update if depth == shown_depth else depth), css_class
 
 
-def details_for(trigger: str | None, value: Any, data: dict[str, Any]) -> Any:
-    """The details panel after one action: the clicked box or the chosen search hit (no_update otherwise)."""
+def details_for(trigger: str | None, value: Any, data: dict[str, Any]) -> tuple[Any, Any]:
+    """The details panel and the ``selected`` store after one action: the clicked box or the chosen search
+    hit (no_update otherwise)."""
     if trigger not in ("graph", "search") or not value:
-        return no_update
+        return no_update, no_update
     tid = data["trace"]
     members: tuple[str, ...] = ()
     if value.startswith(view_mod.FOLD_PREFIX):
         node = next((n for n in state.visible(tid, state.spec_from_store(data)).nodes if n.id == value), None)
         members = node.members if node is not None else ()
-    return details(tid, value, members)
+    return details(tid, value, members), selection(tid, value, members)
 
 
-def _define() -> None:
-    @dash.callback(
+def _message(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _view_error(exc: Exception) -> tuple[Any, ...]:
+    """``update_view``'s answer when it raised: the message in the notes line, the search box emptied as
+    after any search, nothing else changed."""
+    searched = (isinstance(ctx.triggered_id, dict) and ctx.triggered_id.get("subcomponent") == "search"
+                and bool(ctx.triggered and ctx.triggered[0].get("value")))
+    return (no_update, no_update, error_text(_message(exc), className="tvd-app-error"), no_update, no_update,
+            no_update, None if searched else no_update)
+
+
+def _details_error(exc: Exception) -> tuple[Any, ...]:
+    return error_text(_message(exc)), no_update
+
+
+def _search_error(exc: Exception) -> list[dict[str, Any]]:
+    """Said in the dropdown itself (e.g. the server restarted), not a silent 500."""
+    return [{"label": _message(exc), "value": "", "disabled": True}]
+
+
+def _export_error(exc: Exception) -> tuple[Any, ...]:
+    return no_update, error_text(f"export failed: {exc}", display="inline")
+
+
+def register(callback: Callable[..., Any]) -> None:
+    """Define the ModelGraph callbacks with ``callback``: an app's ``app.callback``, or ``dash.callback``."""
+    @callback(
         Output(ids.graph(MATCH), "figure"),
         Output(ids.store(MATCH), "data"),
         Output(ids.notes(MATCH), "children"),
@@ -236,6 +271,7 @@ def _define() -> None:
         State(ids.store(MATCH), "data"),
         State(ids.graph(MATCH), "relayoutData"),
         prevent_initial_call=True,
+        on_error=_view_error,
     )
     def update_view(click, _ea, _ca, depth, options, direction, theme, search, _fit, color_by, data, relayout):
         trigger = ctx.triggered_id["subcomponent"] if isinstance(ctx.triggered_id, dict) else None
@@ -244,61 +280,54 @@ def _define() -> None:
         # a chosen search hit is shown (centred, highlighted, in the details), then the box is emptied: a box
         # holding a value puts the cursor on that option when reopened, and the next typing would be lost
         cleared = None if trigger == "search" and search else no_update
-        try:
-            return *_apply(trigger, value, data, relayout, with_controls(data, options, direction, theme), depth,
-                           click if trigger == "graph" else None), cleared
-        except Exception as exc:   # shown in the page, not lost in a server log
-            return (no_update, no_update, error_text(f"{type(exc).__name__}: {exc}", className="tvd-app-error"),
-                    no_update, no_update, no_update, cleared)
+        return *_apply(trigger, value, data, relayout, with_controls(data, options, direction, theme), depth,
+                       click if trigger == "graph" else None), cleared
 
-    # The details panel has its own callbacks: their answer is drawn after (not with) the graph's.
-    @dash.callback(
+    # The details panel has its own callbacks: their answer is drawn after (not with) the graph's. Both also
+    # say what is selected in the ``selected`` store, for the user's own callbacks.
+    @callback(
         Output(ids.details(MATCH), "children"),
+        Output(ids.selected(MATCH), "data"),
         Input(ids.graph(MATCH), "clickData"),
         State(ids.store(MATCH), "data"),
         prevent_initial_call=True,
+        on_error=_details_error,
     )
     def show_details(click, data):
-        try:
-            return details_for("graph", clicked_id(click), data)
-        except Exception as exc:
-            return error_text(f"{type(exc).__name__}: {exc}")
+        return details_for("graph", clicked_id(click), data)
 
     # A search hit's details follow the view that shows it (the store names it). Not an input on the search
     # box: update_view empties the box, and that second change would cancel the first answer in flight.
-    @dash.callback(
+    @callback(
         Output(ids.details(MATCH), "children", allow_duplicate=True),
+        Output(ids.selected(MATCH), "data", allow_duplicate=True),
         Input(ids.store(MATCH), "data"),
         prevent_initial_call=True,
+        on_error=_details_error,
     )
     def show_found(data):
         found = (data or {}).get("found")
         if not found:
-            return no_update
-        try:
-            return details_for("search", found, data)
-        except Exception as exc:
-            return error_text(f"{type(exc).__name__}: {exc}")
+            return no_update, no_update
+        return details_for("search", found, data)
 
-    @dash.callback(
+    @callback(
         Output(ids.search(MATCH), "options"),
         Input(ids.search(MATCH), "search_value"),
         State(ids.search(MATCH), "value"),
         State(ids.store(MATCH), "data"),
         prevent_initial_call=True,
+        on_error=_search_error,
     )
     def search_options(text, current, data):
-        try:
-            graph = registry.get(data["trace"]).graph
-            # the chosen value stays among the options: a dropdown drops a value its options no longer hold
-            found = search(graph, text) if (text or "").strip() else browse(graph)
-            if current and all(o["value"] != current for o in found):
-                found.extend(o for o in search(graph, "", exact=current))
-            return found
-        except Exception as exc:   # said in the dropdown itself (e.g. the server restarted), not a silent 500
-            return [{"label": f"{type(exc).__name__}: {exc}", "value": "", "disabled": True}]
+        graph = registry.get(data["trace"]).graph
+        # the chosen value stays among the options: a dropdown drops a value its options no longer hold
+        found = search(graph, text) if (text or "").strip() else browse(graph)
+        if current and all(o["value"] != current for o in found):
+            found.extend(o for o in search(graph, "", exact=current))
+        return found
 
-    @dash.callback(
+    @callback(
         Output(ids.download(MATCH), "data"),
         Output(ids.export_status(MATCH), "children"),
         Input(ids.export_html(MATCH), "n_clicks"),
@@ -307,26 +336,63 @@ def _define() -> None:
         Input(ids.export_json(MATCH), "n_clicks"),
         State(ids.store(MATCH), "data"),
         prevent_initial_call=True,
+        on_error=_export_error,
     )
     def export_view(_h, _s, _p, _j, data):
         from .exporting import export_current_view
 
         fmt = ctx.triggered_id["subcomponent"].removeprefix("export_")
-        try:
-            return export_current_view(data, fmt), ""
-        except Exception as exc:
-            return no_update, error_text(f"export failed: {exc}", display="inline")
+        return export_current_view(data, fmt), ""
 
 
-def ensure_registered() -> None:
-    """Make sure the next Dash app to start picks up the ModelGraph callbacks (idempotent)."""
-    global _keys
+def registered_in(app: dash.Dash) -> bool:
+    """Whether ``app`` holds a set of ModelGraph callbacks (its own, or a ``dash.callback`` set it took)."""
+    return any(_MARK in key for key in app.callback_map)
+
+
+def arm() -> None:
+    """Define a ``dash.callback`` set for the next app to start (the All-in-One pattern)."""
     with _lock:
-        pending = set(dash_callback_registry.GLOBAL_CALLBACK_MAP)
-        if _keys and _keys <= pending:
-            return
-        _define()
-        _keys = set(dash_callback_registry.GLOBAL_CALLBACK_MAP) - pending
+        _arm()
 
 
-ensure_registered()
+def _arm() -> None:
+    global _armed
+    register(dash.callback)
+    _armed = True
+    _waiting.clear()       # the apps that could take this set: those that have none yet
+    _waiting.update(a for a in _seen if not registered_in(a))
+
+
+@dash.hooks.setup()
+def _track(app: dash.Dash) -> None:
+    """Dash calls this for every app it makes (its documented setup hook): any of them may take the waiting
+    set when it starts."""
+    with _lock:
+        _seen.add(app)
+        if _armed:
+            _waiting.add(app)
+
+
+def for_user_app() -> None:
+    """A ModelGraph is being made for a user's app: if an app took the waiting ``dash.callback`` set since it
+    was defined, define a fresh one for the app this ModelGraph goes in (as yet unstarted)."""
+    global _armed
+    with _lock:
+        if _armed and any(registered_in(a) for a in _waiting):
+            _armed = False
+        if not _armed:
+            _arm()
+
+
+def claim(app: dash.Dash) -> None:
+    """Give one of this package's apps its set, once Dash has set it up (its first request): ``app.callback``,
+    or, when it took the waiting ``dash.callback`` set (a user's ModelGraph was made in this process), that
+    one, and a fresh ``dash.callback`` set for the user's app."""
+    with _lock:
+        _waiting.discard(app)    # from now on it has a set of its own: it takes no waiting one
+        _seen.discard(app)
+        if registered_in(app):
+            _arm()
+        else:
+            register(app.callback)

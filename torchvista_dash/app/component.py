@@ -29,7 +29,7 @@ from ..options import (
 from ..traced import Trace
 from ..view_types import ViewSpec
 from . import callbacks, registry, state
-from .details import details, header
+from .details import details, header, selection
 from .ids import ids as _ids
 from .search import browse
 
@@ -91,7 +91,6 @@ class ModelGraph(html.Div):
         if view.node_budget != DEFAULT_NODE_BUDGET:
             raise ValueError(f"ModelGraph draws at most {DEFAULT_NODE_BUDGET:,} boxes per view; node_budget is "
                              "an option of Trace.view/figure/export, not of the app")
-        callbacks.ensure_registered()
         aio_id = str(uuid.uuid4()) if id is None else id
         tid = registry.register(trace)
         graph = trace.graph
@@ -165,6 +164,7 @@ class ModelGraph(html.Div):
                         parent_style={"minHeight": "18px"}),
             toolbar, toolbar2, body,
             dcc.Store(id=_ids.store(aio_id), data=store),
+            dcc.Store(id=_ids.selected(aio_id), data=selection(tid, draw.highlight) if draw.highlight else None),
         ]
         style = {**callbacks.root_style(theme), **div_props.pop("style", {})}
         super().__init__(children, id=_ids.root(aio_id), style=style, className=callbacks.root_class(theme),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from dash import html
 
 from ..costs import cost_lines, heaviest_children, human
@@ -140,6 +142,26 @@ def _node(graph: Graph, node: Node) -> list:
             out.append(html.Pre(err.traceback, style={**MONO, "whiteSpace": "pre-wrap", "maxHeight": "240px",
                                                       "overflow": "auto"}))
     return out
+
+
+def selection(trace_id: str, vid: str, members: tuple[str, ...] = ()) -> dict[str, Any]:
+    """What a user's callback reads from ``ModelGraph.ids.selected(aio_id)`` after a click or a search:
+    ``{"id", "kind", "qualname", "cls"}`` (the module call's, or for an op the enclosing module's) plus
+    ``"name"`` for an op and ``"members"`` (qualnames) for a folded run."""
+    graph = registry.get(trace_id).graph
+    if vid in graph.call_by_id:
+        c = graph.call_by_id[vid]
+        return {"id": vid, "kind": "module", "qualname": c.qualname, "cls": c.cls}
+    if vid in graph.node_by_id:
+        n = graph.node_by_id[vid]
+        owner = graph.call_by_id.get(n.parent) if n.parent is not None else None
+        return {"id": vid, "kind": n.kind, "name": n.name, "qualname": owner.qualname if owner else "",
+                "cls": owner.cls if owner else ""}
+    calls = [graph.call_by_id[m] for m in members if m in graph.call_by_id]
+    if vid.startswith("fold:") and calls:
+        return {"id": vid, "kind": "folded", "qualname": calls[0].qualname, "cls": calls[0].cls,
+                "members": [c.qualname for c in calls]}
+    return {"id": vid, "kind": "group", "qualname": "", "cls": ""}
 
 
 def details(trace_id: str, vid: str | None, members: tuple[str, ...] = ()) -> list:

@@ -12,7 +12,7 @@ COMPONENT = "ModelGraph"
 
 SUBCOMPONENTS = ("root", "graph", "store", "details", "header", "notes", "expand_all", "collapse_all", "depth",
                  "options", "direction", "theme", "fit", "search", "export_html", "export_svg", "export_png",
-                 "export_json", "download", "export_status", "color_by")
+                 "export_json", "download", "export_status", "color_by", "selected")
 
 
 def make(sub: str, aio_id: Any) -> dict[str, Any]:
@@ -45,3 +45,5 @@ class ids:  # noqa: N801 - the Dash All-in-One convention: ModelGraph.ids.graph(
     download = staticmethod(lambda aio_id: make("download", aio_id))
     export_status = staticmethod(lambda aio_id: make("export_status", aio_id))
     color_by = staticmethod(lambda aio_id: make("color_by", aio_id))
+    # what the user last clicked or searched: {"id", "kind", "qualname", "cls", ...} (details.selection), or None
+    selected = staticmethod(lambda aio_id: make("selected", aio_id))

@@ -113,6 +113,19 @@ class _App(dash.Dash):
         self.host_guard = guard.HostGuard(server.wsgi_app, allowed_hosts)
         server.wsgi_app = self.host_guard  # type: ignore[method-assign]
         self._first_picture = first_picture
+        self._callbacks_claimed = False
+        self._claim_lock = threading.Lock()
+        server.before_request(self._claim_callbacks)   # runs after Dash's own set-up of the app
+
+    def _claim_callbacks(self) -> None:
+        """The ModelGraph callbacks, registered on this app at its first request (callbacks.claim): after Dash
+        has moved in any ``dash.callback`` set waiting in the process, so the two never collide."""
+        if self._callbacks_claimed:
+            return
+        with self._claim_lock:
+            if not self._callbacks_claimed:
+                callbacks.claim(self)
+                self._callbacks_claimed = True
 
     def interpolate_index(self, **kwargs: Any) -> str:  # type: ignore[override]  # Dash passes keywords
         from flask import has_request_context, request
@@ -187,7 +200,6 @@ def make_app(traces: Sequence[Trace] = (), *, gallery: bool | Gallery = False, t
     with _app_lock:
         _apps += 1
         name = f"torchvista_dash_app_{_apps}"
-    callbacks.ensure_registered()
     app = _App(name, title=title, update_title=None, requests_pathname_prefix=requests_pathname_prefix,
                suppress_callback_exceptions=True,
                first_picture=(lambda query: _first_picture(query, traces, gallery, options)) if first_picture else None,
@@ -246,10 +258,6 @@ def make_app(traces: Sequence[Trace] = (), *, gallery: bool | Gallery = False, t
             return dash.no_update, dash.no_update
         return (dash.no_update, dash.no_update) if new == (search or "") else (new, new)
 
-    # Claim the ModelGraph callbacks now (Dash moves them into the first app that handles a request), and
-    # put them back for any later app in this process.
-    app.server.test_client().get("/_tvd_setup")
-    callbacks.ensure_registered()
     # lay out and draw the default page's first view now (figure, and picture when on), so the first browser
     # finds them cached
     threading.Thread(target=_warm_up, args=(traces, gallery, options, first_picture), name="tvd-warm-up",
