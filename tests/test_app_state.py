@@ -206,7 +206,7 @@ def test_callbacks_reach_every_app_in_one_process() -> None:
         client = app.server.test_client()
         outputs = [d["output"] for d in client.get("/_dash-dependencies").get_json()]
         assert sum('"subcomponent":"graph"}.figure' in o for o in outputs) == 1, outputs   # exactly one set
-        assert sum('"subcomponent":"selected"}.data' in o for o in outputs) == 1
+        assert sum('"subcomponent":"selected"}.data' in o for o in outputs) == 2   # a click's and a search's
 
 
 def test_pages_by_url() -> None:
