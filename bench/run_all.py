@@ -17,6 +17,7 @@ BENCHMARKS = [
     ("render", ["bench_render.py"]),
     ("app", ["bench_app.py"]),
     ("dash_floor", ["bench_dash_floor.py"]),
+    ("diff", ["bench_diff.py"]),
 ]
 
 
