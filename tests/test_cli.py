@@ -317,3 +317,19 @@ def test_export_graphviz_trouble_is_one_line(script: str | None, env: dict[str, 
     code, _, err = run_main(["export", "m:make", "-o", str(tmp_path / "out.svg")], capsys)
     assert code == 2 and err.count("\n") == 1 and err.startswith("error: ") and message in err, err
     assert time.monotonic() - started < 25 and not (tmp_path / "out.svg").exists()
+
+
+# ---- --color-by -------------------------------------------------------------------------------
+def test_export_colours_by_a_cost_and_names_a_missing_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                                          ) -> None:
+    from torchvista_dash.render.colorby import step_colours
+
+    demo_trace("gpt").save(tmp_path / "gpt.json")
+    code, out, _ = run_main(["export", str(tmp_path / "gpt.json"), "-o", str(tmp_path / "g.svg"),
+                             "--color-by", "flops"], capsys)
+    assert code == 0 and "wrote" in out
+    svg = (tmp_path / "g.svg").read_text()
+    assert any("#" + "".join(f"{int(v):02x}" for v in c[4:-1].split(",")) in svg for c in step_colours())
+    code, _, err = run_main(["export", str(tmp_path / "gpt.json"), "-o", str(tmp_path / "t.svg"),
+                             "--color-by", "time"], capsys)
+    assert code == 2 and "error: color_by='time': this trace has no time recorded; trace with" in err

@@ -187,7 +187,8 @@ def _serve(ns: argparse.Namespace) -> int:
 
     check_port(ns.port)                   # the arguments, then the target, then the port: cheapest first
     _check_settings(serving=True)
-    options: dict[str, Any] = {"depth": _depth(ns.depth), "theme": ns.theme, "rankdir": ns.direction}
+    options: dict[str, Any] = {"depth": _depth(ns.depth), "theme": ns.theme, "rankdir": ns.direction,
+                               "color_by": ns.color_by}
     if ns.target is None:
         options.update(gallery=True, title="torchvista_dash gallery")
     elif Path(ns.target).is_dir():
@@ -227,9 +228,11 @@ def _export(ns: argparse.Namespace) -> int:
     if fmt != "json":
         _check_settings()
     try:
-        export(trace, out, fmt=fmt, depth=depth, theme=ns.theme, rankdir=ns.direction)
+        export(trace, out, fmt=fmt, depth=depth, theme=ns.theme, rankdir=ns.direction, color_by=ns.color_by)
     except RuntimeError as exc:   # Graphviz missing, failing or over its time budget
         raise CLIError(f"cannot export {out.name}: {_one_line(exc)}") from None
+    except ValueError as exc:     # e.g. --color-by time on a trace that was not timed
+        raise CLIError(str(exc)) from None
     err = trace.graph.error
     if err is not None:
         print(f"warning: the forward pass failed ({err.type}: {err.message}); exported the partial graph",
@@ -248,6 +251,7 @@ def _diff(ns: argparse.Namespace) -> int:
     if ns.output is None:
         from .app.server import make_app, serve_forever
 
+        _check_settings(serving=True)
         check_port_free(ns.host, ns.port)
         serve_forever(make_app(traces=[d.trace], depth=_depth(ns.depth), theme=ns.theme, rankdir=ns.direction,
                                title=f"diff: {d.trace.graph.model_name}", allowed_hosts=ns.allow_host),
@@ -263,9 +267,20 @@ def _diff(ns: argparse.Namespace) -> int:
     if fmt == "json":
         d.export(out)
     else:
-        d.export(out, depth=_depth(ns.depth), theme=ns.theme, rankdir=ns.direction)
+        _check_settings()
+        try:
+            d.export(out, depth=_depth(ns.depth), theme=ns.theme, rankdir=ns.direction)
+        except RuntimeError as exc:   # Graphviz missing, failing or over its time budget
+            raise CLIError(f"cannot export {out.name}: {_one_line(exc)}") from None
     print(f"wrote {out}")
     return 0
+
+
+def _color_by_option(p: argparse.ArgumentParser) -> None:
+    from .options import COLOR_BY
+
+    p.add_argument("--color-by", choices=COLOR_BY, default=None,
+                   help="colour boxes by a cost (time needs a trace made with timing=True)")
 
 
 def _view_options(p: argparse.ArgumentParser) -> None:
@@ -289,12 +304,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also answer requests for this Host name (repeatable; '*' for any). Only the bound "
                         "address, localhost, 127.0.0.1 and ::1 are answered otherwise (DNS rebinding)")
     _view_options(s)
+    _color_by_option(s)
     s.set_defaults(func=_serve)
     e = sub.add_parser("export", help="write the picture (html, svg, png, pdf) or the trace (json)")
     e.add_argument("target", help=target_help)
     e.add_argument("-o", "--output", required=True, help="output file; its extension picks the format")
     e.add_argument("--format", choices=EXPORT_FORMATS, help="override the format the extension implies")
     _view_options(e)
+    _color_by_option(e)
     e.set_defaults(func=_export)
     d = sub.add_parser("diff", help="compare two traces: serve the diff drawn as one graph, or export it with -o")
     d.add_argument("a", help="the first (older) trace: " + target_help)
