@@ -197,3 +197,18 @@ def test_timing_a_non_repeatable_forward_warns_and_records_no_times() -> None:
     with pytest.warns(UserWarning, match="not repeatable"):
         t = trace_model(Coin(), torch.randn(3), timing=True)
     assert t.graph.measured == ("flops",) and t.stats()[0]["time_ms"] is None
+
+
+def test_a_function_that_counts_only_for_some_ranks_is_measured_for_each() -> None:
+    """matmul of two vectors (aten.dot: no formula) first, of two matrices (aten.mm) after: both counted right."""
+
+    class VecThenMat(torch.nn.Module):
+        def forward(self, v: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+            s = torch.matmul(v, v)
+            return torch.matmul(m, m) + s
+
+    args = (torch.randn(4), torch.randn(3, 3))
+    t = trace_model(VecThenMat(), args)
+    total, _ = _reference(VecThenMat(), args, {})
+    assert total == 2 * 3 * 3 * 3
+    assert [n.flops for n in t.graph.nodes if n.name == "matmul"] == [0, total]

@@ -5,8 +5,9 @@ FLOPs come from PyTorch's own counter: ``torch.utils.flop_counter`` registers a 
 ops run (it decomposes composite ops the same way ``FlopCounterMode`` does). The recorder sees torch-function
 calls (``linear``, ``matmul``); the aten ops run inside them. So the function being recorded runs with that
 dispatch mode pushed, and whatever it counts is the op's. Pushing it for every op would send every aten op
-through Python (measured: about +25 % on GPT-2 small, see bench/bench_trace.py), so each function is
-measured on its first call and from then on only functions that counted FLOPs run under the mode.
+through Python (measured: about +25 % on GPT-2 small), so a function is measured the first time it meets
+each combination of argument ranks; one that counted FLOPs once is measured always, the others run plainly
+when they meet a combination that counted none (``matmul`` of vectors counts none, of matrices it counts).
 Meta tensors work: the formulas read shapes only.
 
 Time is never taken in the recording pass (the recorder's own work would be in it): ``time_ops`` runs the
@@ -64,19 +65,22 @@ class FlopMeter:
     def __init__(self) -> None:
         self.counter = _Counter()
         self.mode = _dispatch_mode(self.counter)
-        self.counts: dict[Any, bool] = {}     # function -> did its first call count any FLOPs?
+        self.counting: set[Any] = set()        # functions that counted FLOPs once: always measured
+        self.none: set[tuple[Any, ...]] = set()  # (function, ranks of its tensor arguments) that counted none
         self.last = 0
         self.per_node: dict[int, int] = {}    # index of an op node -> its FLOPs (most ops have none)
         self.unattributed = 0                 # FLOPs of calls that returned no tensor (no node to carry them)
 
     def run(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        key: tuple[Any, ...] | None = None
         try:
-            counts = self.counts.get(func)
+            if func not in self.counting:
+                key = (func, *_ranks(args))
+                if key in self.none:
+                    self.last = 0
+                    return func(*args, **kwargs)
         except TypeError:   # an unhashable callable: measure it every time
-            counts = None
-        if counts is False:
-            self.last = 0
-            return func(*args, **kwargs)
+            key = None
         c = self.counter
         before = c.total
         try:
@@ -84,11 +88,11 @@ class FlopMeter:
                 out = func(*args, **kwargs)
         finally:
             self.last = c.total - before
-            if counts is None:
-                try:
-                    self.counts[func] = self.last > 0
-                except TypeError:
-                    pass
+            if key is not None:
+                if self.last > 0:
+                    self.counting.add(func)
+                else:
+                    self.none.add(key)
         return out
 
     def attribute(self, nodes: list[Node], before: int) -> None:
@@ -105,6 +109,19 @@ class FlopMeter:
         for i, f in self.per_node.items():
             out[i] = dataclasses.replace(out[i], flops=f)
         return out
+
+
+def _ranks(args: tuple[Any, ...]) -> tuple[int, ...]:
+    """The ranks of the first tensor arguments (-1: a parameter or other subclass, whose ``dim()`` would run
+    its Python ``__torch_function__``): ``matmul`` of two vectors counts none, of two matrices it counts."""
+    out = []
+    for a in args[:3]:
+        t = type(a)
+        if t is _Tensor:
+            out.append(a.dim())
+        elif isinstance(a, _Tensor):
+            out.append(-1)
+    return tuple(out)
 
 
 # ---- timing: a separate run ---------------------------------------------------------------------------------
