@@ -18,6 +18,7 @@ from torchvista_dash.app.exporting import export_current_view
 from torchvista_dash.app.server import make_app
 from torchvista_dash.demos import demo_trace
 from torchvista_dash.graph import TensorMeta
+from torchvista_dash.repeats import index_of
 
 
 def store_for(name: str, **extra: Any) -> dict[str, Any]:
@@ -92,7 +93,7 @@ def test_buttons_depth_options_direction_and_fit() -> None:
     data = store_for("gpt")
     graph = demo_trace("gpt").graph
     every = callbacks.next_view("expand_all", 1, data, None)[0]
-    assert every == view.expand_everything(graph) and every.unfolded == frozenset(view.folds(graph))   # repeats too
+    assert every == view.expand_everything(graph) and every.unfolded == frozenset(index_of(graph).runs)   # repeats too
     assert not any(n.kind == "folded" for n in view.build_view(graph, every).nodes)
     assert callbacks.next_view("depth", -1, data, None)[0] == every
     assert callbacks.next_view("collapse_all", 1, data, None)[0] == view.make_spec(graph, depth=0)

@@ -16,8 +16,13 @@ from support_render import picture_texts as texts
 
 from torchvista_dash.layout.types import Layout
 from torchvista_dash.render import UIREVISION, make_figure
-from torchvista_dash.render.figure import FAILED_WINDOW, header_rows, ids_in
+from torchvista_dash.render.figure import FAILED_WINDOW, header_rows
 from torchvista_dash.render.picture import LOD_SCALE, fit_text
+
+
+def ids_in(fig, names) -> list[str]:
+    """Every customdata id carried by the named traces."""
+    return [i for t in fig.data if t.name in set(names) and t.customdata is not None for i in t.customdata]
 
 
 def by_name(fig, name):

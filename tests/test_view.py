@@ -9,6 +9,7 @@ from support_graphs import failed_graph, nested_graph, parallel_graph, stack_gra
 
 from torchvista_dash import view
 from torchvista_dash.graph import Graph
+from torchvista_dash.repeats import index_of
 
 
 def ids(vg):
@@ -81,7 +82,7 @@ def test_parallel_identical_heads_are_not_folded():
     g = parallel_graph()
     vg = view.build_view(g, view.make_spec(g))
     assert [n.kind for n in vg.nodes].count("module") == 3
-    assert view.folds(g) == {}
+    assert index_of(g).runs == {}
 
 
 def test_nested_repeats_fold_at_each_level():

@@ -20,13 +20,8 @@ from .options import DEFAULT_NODE_BUDGET, EVERYTHING, ViewOptions, check_depth
 from .repeats import FOLD_PREFIX, HIDDEN_KINDS, Index, index_of
 from .view_types import Cluster, ViewSpec, VisibleEdge, VisibleGraph, VisibleNode, label_text
 
-__all__ = ["DEFAULT_NODE_BUDGET", "FOLD_PREFIX", "auto_expanded", "build_view", "expand_to", "folds", "make_spec",
+__all__ = ["DEFAULT_NODE_BUDGET", "FOLD_PREFIX", "auto_expanded", "build_view", "expand_to", "make_spec",
            "toggle", "view_of", "visible_id_of"]
-
-
-def folds(graph: Graph) -> dict[str, tuple[str, ...]]:
-    """Every foldable run of the graph: fold id → member call ids (whatever the view)."""
-    return dict(index_of(graph).runs)
 
 
 # ---- specs -----------------------------------------------------------------------------------

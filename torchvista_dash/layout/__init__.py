@@ -11,8 +11,6 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-import pydot
-
 from ..view_types import VisibleGraph
 from .dot import RANKDIRS, build_dot, check_rankdir, node_size, text_width, to_dot
 from .parse import spline_points
@@ -22,7 +20,7 @@ from .types import Box, EdgePath, Layout
 
 __all__ = [
     "Box", "DEFAULT_TIMEOUT", "DotRun", "EdgePath", "GraphvizError", "GraphvizNotFound", "Layout", "RANKDIRS",
-    "cache_info", "clear_cache", "find_dot", "layout_view", "node_size", "render_with_dot", "run_dot",
+    "cache_info", "clear_cache", "find_dot", "layout_view", "node_size", "run_dot",
     "spline_points", "text_width", "to_dot",
 ]
 
@@ -69,12 +67,6 @@ def layout_view(vg: VisibleGraph, rankdir: str = "TB", *, timeout: float | None 
     return lay
 
 
-def render_with_dot(vg: VisibleGraph, fmt: str = "svg", rankdir: str = "TB", *,
-                    timeout: float | None = None) -> bytes:
-    """Graphviz's own drawing of the view (svg, png or pdf): a static export that needs no browser."""
-    if fmt not in ("svg", "png", "pdf"):
-        raise ValueError(f"render_with_dot draws svg, png or pdf, not {fmt!r}")
-    return run_dot(to_dot(vg, rankdir).to_string(), fmt, timeout=timeout)
 
 
 def cache_info() -> dict[str, Any]:
@@ -86,9 +78,3 @@ def cache_info() -> dict[str, Any]:
 def clear_cache() -> None:
     with _lock:
         _cache.clear()
-
-
-def dot_source(vg: VisibleGraph, rankdir: str = "TB") -> str:
-    """The DOT text of a view (what ``layout_view`` feeds to dot)."""
-    g: pydot.Dot = to_dot(vg, rankdir)
-    return g.to_string()

@@ -22,7 +22,6 @@ layout's units. Equal aspect: ``yaxis.scaleanchor = "x"``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import plotly.graph_objects as go
@@ -191,18 +190,3 @@ def _highlight_trace(layout: Layout, highlight: str | None, th: Theme) -> list[d
                        close=True)
     return [{"type": "scatter", "name": "highlight", "x": hx, "y": hy, "mode": "lines",
              "line": {"color": th.highlight, "width": 3.5}, "hoverinfo": "skip", "showlegend": False}]
-
-
-def trace_names(fig: go.Figure) -> list[str]:
-    """Names of a figure's traces (tests and the app use them to find e.g. the box targets)."""
-    return [t.name for t in fig.data]
-
-
-def ids_in(fig: go.Figure, names: Iterable[str]) -> list[str]:
-    """Every customdata id carried by the named traces."""
-    wanted = set(names)
-    out: list[str] = []
-    for t in fig.data:
-        if t.name in wanted and t.customdata is not None:
-            out.extend(t.customdata)
-    return out
