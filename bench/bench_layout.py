@@ -86,7 +86,7 @@ def bench(repeat: int) -> str:
                     if which == "ours":
                         layout.clear_cache()
                         t0 = time.perf_counter()
-                        layout.layout_view(vg)
+                        layout.layout_view(vg, method="single")
                         ours.append(time.perf_counter() - t0)
                     else:
                         bare.append(_bare_dot(src.encode()))
@@ -105,10 +105,10 @@ def bench(repeat: int) -> str:
                 own.append((t1 - t0) + (time.perf_counter() - t2))
                 gc.enable()
                 t0 = time.perf_counter()
-                layout.layout_view(vg)
+                layout.layout_view(vg, method="single")
                 hit.append(time.perf_counter() - t0)
                 t0 = time.perf_counter()
-                layout.layout_view(view.build_view(g, spec))
+                layout.layout_view(view.build_view(g, spec), method="single")
                 hit_rebuild.append(time.perf_counter() - t0)
             o, b, w = _median_ms(ours), _median_ms(bare), _median_ms(own)
             rows.append(f"| {model_name} | {view_name} | {len(vg.nodes)} / {len(vg.edges)} / {len(vg.clusters)} | "
@@ -150,7 +150,7 @@ def bench_big(repeat: int) -> str:
         for _ in range(repeat):
             layout.clear_cache()
             t0 = time.perf_counter()
-            layout.layout_view(vg)
+            layout.layout_view(vg, method="single")
             ours.append(time.perf_counter() - t0)
             bare.append(_bare_dot(src.encode()))
             slow.append(_bare_dot(_with_caps(src).encode()))

@@ -151,6 +151,29 @@ def check_port_free(host: str, port: int) -> None:
             raise CLIError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
+class TerminalProgress:
+    """A one-line bar on the terminal for a layout by module: which stage, how many of how many modules.
+    Views of fewer than ``MIN_MODULES`` modules lay out too fast to need one and print nothing."""
+
+    MIN_MODULES = 30
+    WIDTH = 30
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.shown = False
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if total < self.MIN_MODULES:
+            return
+        if stage == "compose":
+            self.stream.write(f"\rlaid out {total:,} modules; composing the picture{' ' * 20}\n")
+        else:
+            bar = "#" * (self.WIDTH * done // max(total, 1))
+            self.stream.write(f"\rlaying out modules [{bar:<{self.WIDTH}}] {done:,}/{total:,}")
+        self.stream.flush()
+        self.shown = True
+
+
 # ---- commands ------------------------------------------------------------------------------
 def _depth(text: str) -> int | None:
     from .options import depth_from_text
@@ -227,8 +250,11 @@ def _export(ns: argparse.Namespace) -> int:
     trace = resolve_target(ns.target)
     if fmt != "json":
         _check_settings()
+    from .layout import reporting
+
     try:
-        export(trace, out, fmt=fmt, depth=depth, theme=ns.theme, rankdir=ns.direction, color_by=ns.color_by)
+        with reporting(TerminalProgress(sys.stderr)):     # a bar on the terminal while a big view lays out
+            export(trace, out, fmt=fmt, depth=depth, theme=ns.theme, rankdir=ns.direction, color_by=ns.color_by)
     except RuntimeError as exc:   # Graphviz missing, failing or over its time budget
         raise CLIError(f"cannot export {out.name}: {_one_line(exc)}") from None
     except ValueError as exc:     # e.g. --color-by time on a trace that was not timed

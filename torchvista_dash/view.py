@@ -259,7 +259,7 @@ check_spec = _check_spec   # public: a ValueError naming the first id of ``spec`
 
 
 def build_view(graph: Graph, spec: ViewSpec, node_budget: int | None = None) -> VisibleGraph:
-    """The VisibleGraph of ``spec``. Over ``node_budget`` boxes (default 1500), the deepest open calls are
+    """The VisibleGraph of ``spec``. Over ``node_budget`` boxes (default 50,000), the deepest open calls are
     collapsed until it fits, and ``notes`` says so; the returned ``spec`` is the one actually drawn."""
     budget = DEFAULT_NODE_BUDGET if node_budget is None else int(node_budget)
     if budget < 1:

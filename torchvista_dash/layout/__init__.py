@@ -9,9 +9,13 @@ from __future__ import annotations
 import gc
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from ..view_types import VisibleGraph
+from .compose import Progress, clear_piece_cache, compose_layout, piece_cache_info
 from .dot import RANKDIRS, build_dot, check_rankdir, node_size, text_width, to_dot
 from .parse import spline_points
 from .run import DEFAULT_TIMEOUT, DotRun, GraphvizError, GraphvizNotFound, find_dot, run_dot
@@ -19,26 +23,58 @@ from .stream import JsonStream
 from .types import Box, EdgePath, Layout
 
 __all__ = [
-    "Box", "DEFAULT_TIMEOUT", "DotRun", "EdgePath", "GraphvizError", "GraphvizNotFound", "Layout", "RANKDIRS",
+    "Box", "DEFAULT_TIMEOUT", "DotRun", "EdgePath", "GraphvizError", "GraphvizNotFound", "Layout", "Progress",
+    "RANKDIRS", "choose_method", "clear_piece_cache", "piece_cache_info", "reporting",
     "cache_info", "clear_cache", "find_dot", "layout_view", "node_size", "run_dot",
     "spline_points", "text_width", "to_dot",
 ]
 
 CACHE_SIZE = 64
+SINGLE_RUN_MAX_CLUSTERS = 1   # views with more open modules than this are laid out by module (measured:
+                              # bench/bench_layout_scale.py, README "Layout at any size")
 DOT_FORMAT = "json0"   # JSON without xdot drawing ops: a quarter of the bytes, and dot writes it faster
-_cache: OrderedDict[tuple[VisibleGraph, str], Layout] = OrderedDict()
+_cache: OrderedDict[tuple[VisibleGraph, str, str], Layout] = OrderedDict()
 _lock = threading.Lock()
 _stats = {"hits": 0, "misses": 0, "dot_runs": 0}
 
 
-def layout_view(vg: VisibleGraph, rankdir: str = "TB", *, timeout: float | None = None) -> Layout:
+_reporter: ContextVar[Progress | None] = ContextVar("tvd_layout_progress", default=None)
+
+
+@contextmanager
+def reporting(progress: Progress | None) -> Iterator[None]:
+    """Within the block, layouts report their progress to ``progress`` unless given their own (the CLI's
+    export draws a bar with it, without every function between it and ``layout_view`` passing it on)."""
+    token = _reporter.set(progress)
+    try:
+        yield
+    finally:
+        _reporter.reset(token)
+
+
+def choose_method(vg: VisibleGraph) -> str:
+    """``single`` (one dot run over the whole view) or ``composed`` (laid out by module, ``compose``)."""
+    return "composed" if len(vg.clusters) > SINGLE_RUN_MAX_CLUSTERS else "single"
+
+
+def layout_view(vg: VisibleGraph, rankdir: str = "TB", *, timeout: float | None = None,
+                progress: Progress | None = None, method: str = "auto") -> Layout:
     """Node boxes, cluster boxes and edge paths for ``vg`` (points, y up). Cached by (view, rankdir).
 
+    ``method`` is ``single`` (one dot run over the whole view), ``composed`` (each open module laid out on its
+    own and the pieces composed, see ``compose``) or ``auto`` (``choose_method``). ``progress(stage, i, n)``
+    is called as the composed layout goes (stage ``modules``: i of n modules laid out; then ``compose``).
     Raises GraphvizNotFound if dot is missing, GraphvizError if it fails or overruns ``timeout`` seconds.
     The returned Layout is shared with the cache: treat it as read-only.
     """
     check_rankdir(rankdir)
-    key = (vg, rankdir)
+    if progress is None:
+        progress = _reporter.get()
+    if method == "auto":
+        method = choose_method(vg)
+    if method not in ("single", "composed"):
+        raise ValueError(f"method must be 'auto', 'single' or 'composed', got {method!r}")
+    key = (vg, rankdir, method)
     with _lock:
         hit = _cache.get(key)
         if hit is not None:
@@ -46,6 +82,18 @@ def layout_view(vg: VisibleGraph, rankdir: str = "TB", *, timeout: float | None 
             _stats["hits"] += 1
             return hit
         _stats["misses"] += 1
+    lay = compose_layout(vg, rankdir, timeout=timeout, progress=progress) if method == "composed" else \
+        _single_run(vg, rankdir, timeout)
+    with _lock:
+        _cache[key] = lay
+        _cache.move_to_end(key)
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return lay
+
+
+def _single_run(vg: VisibleGraph, rankdir: str, timeout: float | None) -> Layout:
+    """The whole view in one dot run (nested clusters as DOT subgraphs)."""
     gc_was_enabled = gc.isenabled()
     gc.disable()   # building/parsing allocates thousands of short-lived objects: no full collection mid-click
     try:
@@ -59,22 +107,23 @@ def layout_view(vg: VisibleGraph, rankdir: str = "TB", *, timeout: float | None 
     finally:
         if gc_was_enabled:
             gc.enable()
-    with _lock:
-        _cache[key] = lay
-        _cache.move_to_end(key)
-        while len(_cache) > CACHE_SIZE:
-            _cache.popitem(last=False)
     return lay
 
 
 
 
 def cache_info() -> dict[str, Any]:
-    """Hits, misses, Graphviz runs so far, and the current/maximum cache size."""
+    """Hits, misses, Graphviz runs so far (whole views and pieces), the current/maximum cache size, and the
+    piece cache's own counts (``piece_hits``, ``piece_misses``, ``piece_dot_runs``, ``piece_size``)."""
+    pieces = piece_cache_info()
     with _lock:
-        return {**_stats, "size": len(_cache), "maxsize": CACHE_SIZE}
+        return {**_stats, "dot_runs": _stats["dot_runs"] + pieces["piece_dot_runs"], "size": len(_cache),
+                "maxsize": CACHE_SIZE, "piece_hits": pieces["piece_hits"], "piece_misses": pieces["piece_misses"],
+                "piece_dot_runs": pieces["piece_dot_runs"], "piece_size": pieces["size"]}
 
 
 def clear_cache() -> None:
+    """Forget every cached view layout and every cached piece (the next layouts run dot again)."""
     with _lock:
         _cache.clear()
+    clear_piece_cache()

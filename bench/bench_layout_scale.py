@@ -1,0 +1,348 @@
+"""Layout at any size: the layout by module (``method="composed"``) against one dot run over the whole view
+(``method="single"``), on the same views, in one run: time and drawing quality.
+
+Command (from the repository root):
+    .venv/bin/python bench/bench_layout_scale.py [--repeat 3] [--single-timeout 60]
+
+Per view: cold ``layout_view`` (every cache cleared; median of --repeat), the single run on the same view
+(dot stopped after --single-timeout s), and for both drawings: box overlaps, boxes outside their clusters,
+overlapping sibling clusters, edges not starting/ending on their boxes, edge crossings (proper intersections
+of polyline segments of different edges) and drawing area (width × height); the ratios composed / single.
+For the 80-layer Llama: closing one decoder layer (a new view: only its chain is laid out again) and opening
+it again with the view cache cleared (every piece from the piece cache). Models are built from configs
+(random weights, Llama on the meta device: no memory, no downloads). Writes bench/results/layout_scale.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+import transformers
+from torch import nn
+
+from torchvista_dash import layout, trace_model, view
+from torchvista_dash.demos import DEMOS, demo_trace
+from torchvista_dash.graph import Graph
+from torchvista_dash.layout.types import Layout
+from torchvista_dash.view_types import VisibleGraph
+
+RESULTS = Path(__file__).parent / "results" / "layout_scale.md"
+COMMAND = ".venv/bin/python bench/bench_layout_scale.py"
+TOL = 1.0
+
+
+# ---- models ------------------------------------------------------------------------------------
+class Dense(nn.Module):
+    """The issue's dense block: each layer concatenates all earlier outputs."""
+
+    def __init__(self, n: int = 32) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Conv2d(4 * (i + 1), 4, 1) for i in range(n))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        f = [x]
+        for layer in self.layers:
+            f.append(layer(torch.cat(f, 1)))
+        return torch.cat(f, 1)
+
+
+class DenseLayer(nn.Module):
+    def __init__(self, c: int, growth: int = 32, bn: int = 4) -> None:
+        super().__init__()
+        self.norm1, self.relu1 = nn.BatchNorm2d(c), nn.ReLU()
+        self.conv1 = nn.Conv2d(c, bn * growth, 1, bias=False)
+        self.norm2, self.relu2 = nn.BatchNorm2d(bn * growth), nn.ReLU()
+        self.conv2 = nn.Conv2d(bn * growth, growth, 3, padding=1, bias=False)
+
+    def forward(self, feats: list[torch.Tensor]) -> torch.Tensor:
+        x = self.conv1(self.relu1(self.norm1(torch.cat(feats, 1))))
+        return self.conv2(self.relu2(self.norm2(x)))
+
+
+class DenseBlock(nn.ModuleDict):
+    def __init__(self, n: int, c: int, growth: int = 32) -> None:
+        super().__init__({f"denselayer{i + 1}": DenseLayer(c + i * growth, growth) for i in range(n)})
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        feats = [x]
+        for layer in self.values():
+            feats.append(layer(feats))
+        return torch.cat(feats, 1)
+
+
+class DenseNet121(nn.Module):
+    """torchvision's DenseNet-121, written out (torchvision does not import here): blocks of 6, 12, 24, 16."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        layers: list[tuple[str, nn.Module]] = [("conv0", nn.Conv2d(3, 64, 7, 2, 3, bias=False)),
+                                               ("norm0", nn.BatchNorm2d(64)), ("relu0", nn.ReLU()),
+                                               ("pool0", nn.MaxPool2d(3, 2, 1))]
+        c = 64
+        for i, n in enumerate((6, 12, 24, 16)):
+            layers.append((f"denseblock{i + 1}", DenseBlock(n, c)))
+            c += n * 32
+            if i < 3:
+                layers.append((f"transition{i + 1}", nn.Sequential(nn.BatchNorm2d(c), nn.ReLU(),
+                                                                   nn.Conv2d(c, c // 2, 1, bias=False),
+                                                                   nn.AvgPool2d(2))))
+                c //= 2
+        layers.append(("norm5", nn.BatchNorm2d(c)))
+        self.features = nn.Sequential(dict(layers))
+        self.classifier = nn.Linear(c, 1000)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.relu(self.features(x))
+        return self.classifier(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
+def llama70b(n_layers: int) -> Graph:
+    cfg = transformers.LlamaConfig(hidden_size=8192, intermediate_size=28672, num_attention_heads=64,
+                                   num_key_value_heads=8, num_hidden_layers=n_layers, vocab_size=128256,
+                                   rope_theta=500000.0, max_position_embeddings=8192, attn_implementation="eager")
+    with torch.device("meta"):
+        model = transformers.LlamaModel(cfg).eval()
+    ids = torch.zeros(1, 6, dtype=torch.long, device="meta")
+    mask = torch.ones(1, 6, dtype=torch.long, device="meta")
+    return trace_model(model, (ids,), kwargs={"attention_mask": mask, "use_cache": False}).graph
+
+
+def _trace(model: nn.Module, *args: torch.Tensor) -> Graph:
+    return trace_model(model.eval(), args).graph
+
+
+def hf_models() -> list[tuple[str, Graph]]:
+    torch.manual_seed(0)
+    ids = torch.randint(0, 1000, (1, 32))
+    out = [("GPT-2 small", _trace(transformers.GPT2Model(transformers.GPT2Config()), ids)),
+           ("BERT base", _trace(transformers.BertModel(transformers.BertConfig()), ids))]
+    torch.manual_seed(0)
+    t5 = transformers.T5Model(transformers.T5Config())
+    out.append(("T5 small", trace_model(t5.eval(), (ids,), kwargs={"decoder_input_ids": ids[:, :8]}).graph))
+    return out
+
+
+# ---- quality -----------------------------------------------------------------------------------
+def _overlapping_pairs(boxes: np.ndarray) -> list[tuple[int, int]]:
+    """Index pairs of boxes (x0, y0, x1, y1) that overlap by more than TOL, by a sweep over x."""
+    order = np.argsort(boxes[:, 0], kind="stable")
+    b = boxes[order]
+    out = []
+    for i in range(len(b)):
+        hi = np.searchsorted(b[:, 0], b[i, 2] - TOL, side="left")
+        cand = np.arange(i + 1, hi)
+        if cand.size:
+            c = b[cand]
+            hit = (c[:, 1] < b[i, 3] - TOL) & (b[i, 1] < c[:, 3] - TOL) & (c[:, 0] < b[i, 2] - TOL)
+            out += [(int(order[i]), int(order[j])) for j in cand[hit]]
+    return out
+
+
+def crossings(lay: Layout) -> int:
+    """Proper intersections between polyline segments of different edges (touching or overlapping do not count)."""
+    segs, owner = [], []
+    for k, e in enumerate(lay.edges):
+        for a, b in zip(e.points, e.points[1:], strict=False):
+            if a != b:
+                segs.append((*a, *b))
+                owner.append(k)
+    if not segs:
+        return 0
+    s = np.array(segs)
+    own = np.array(owner)
+    lo_x, hi_x = np.minimum(s[:, 0], s[:, 2]), np.maximum(s[:, 0], s[:, 2])
+    lo_y, hi_y = np.minimum(s[:, 1], s[:, 3]), np.maximum(s[:, 1], s[:, 3])
+    order = np.argsort(lo_x, kind="stable")
+    s, own, lo_x, hi_x, lo_y, hi_y = s[order], own[order], lo_x[order], hi_x[order], lo_y[order], hi_y[order]
+    total = 0
+    for i in range(len(s)):
+        hi = np.searchsorted(lo_x, hi_x[i], side="right")
+        j = np.arange(i + 1, hi)
+        if not j.size:
+            continue
+        j = j[(own[j] != own[i]) & (lo_y[j] <= hi_y[i]) & (hi_y[j] >= lo_y[i])]
+        if not j.size:
+            continue
+        x1, y1, x2, y2 = s[i]
+        q = s[j]
+
+        def orient(ax, ay, bx, by, cx, cy):
+            return np.sign((bx - ax) * (cy - ay) - (by - ay) * (cx - ax))
+
+        d1 = orient(x1, y1, x2, y2, q[:, 0], q[:, 1])
+        d2 = orient(x1, y1, x2, y2, q[:, 2], q[:, 3])
+        d3 = orient(q[:, 0], q[:, 1], q[:, 2], q[:, 3], x1, y1)
+        d4 = orient(q[:, 0], q[:, 1], q[:, 2], q[:, 3], x2, y2)
+        total += int(np.sum((d1 * d2 < 0) & (d3 * d4 < 0)))
+    return total
+
+
+def quality(vg: VisibleGraph, lay: Layout) -> dict[str, float]:
+    nodes = list(lay.nodes.values())
+    overlaps = len(_overlapping_pairs(np.array(nodes))) if nodes else 0
+    outside = 0
+    for thing, box in [*lay.nodes.items(), *lay.clusters.items()]:
+        p = lay.parent[thing]
+        while p is not None:
+            c = lay.clusters[p]
+            if box[0] < c[0] - TOL or box[1] < c[1] - TOL or box[2] > c[2] + TOL or box[3] > c[3] + TOL:
+                outside += 1
+            p = lay.parent[p]
+    siblings = 0
+    kids: dict[str | None, list[str]] = {}
+    for c in vg.clusters:
+        kids.setdefault(c.parent, []).append(c.id)
+    for group in kids.values():
+        if len(group) > 1:
+            siblings += len(_overlapping_pairs(np.array([lay.clusters[c] for c in group])))
+
+    def near(p, b):
+        return b[0] - 2 <= p[0] <= b[2] + 2 and b[1] - 2 <= p[1] <= b[3] + 2
+
+    bad_ends = sum(1 for e in lay.edges if not (near(e.points[0], lay.nodes[e.src])
+                                                 and near(e.points[-1], lay.nodes[e.dst])))
+    return {"overlaps": overlaps, "outside": outside, "siblings": siblings, "bad_ends": bad_ends,
+            "crossings": crossings(lay), "area": lay.width * lay.height}
+
+
+# ---- timing ------------------------------------------------------------------------------------
+def timed(fn: Callable[[], Layout]) -> tuple[float, Layout]:
+    t0 = time.perf_counter()
+    lay = fn()
+    return time.perf_counter() - t0, lay
+
+
+def cold(vg: VisibleGraph, method: str, timeout: float | None = None) -> tuple[float, Layout]:
+    layout.clear_cache()
+    return timed(lambda: layout.layout_view(vg, method=method, timeout=timeout))
+
+
+def _bad(q: dict[str, float]) -> str:
+    return f"{q['overlaps']:.0f} / {q['outside']:.0f} / {q['siblings']:.0f} / {q['bad_ends']:.0f}"
+
+
+def compare(name: str, vg: VisibleGraph, repeat: int, single_timeout: float) -> str:
+    comp_t, single_t = [], []
+    comp = single = None
+    for _ in range(repeat):
+        t, comp = cold(vg, "composed")
+        comp_t.append(t)
+        try:
+            t, single = cold(vg, "single", single_timeout)
+            single_t.append(t)
+        except layout.GraphvizError:
+            single_t.append(float("inf"))
+    assert comp is not None
+    qc = quality(vg, comp)
+    c_s = statistics.median(comp_t)
+    s_s = statistics.median(single_t)
+    head = f"| {name} | {len(vg.nodes)} / {len(vg.edges)} / {len(vg.clusters)} | {c_s:.2f} | "
+    if single is None or s_s == float("inf"):
+        return head + f"over {single_timeout:g} (stopped) | - | {_bad(qc)} | - | {qc['crossings']:.0f} | - | - |"
+    qs = quality(vg, single)
+    cr = qc["crossings"] / qs["crossings"] if qs["crossings"] else float("nan")
+    return (head + f"{s_s:.2f} | {c_s / s_s:.2f} | {_bad(qc)} | {_bad(qs)} | {qc['crossings']:.0f} vs "
+            f"{qs['crossings']:.0f} | {cr:.2f} | {qc['area'] / qs['area']:.2f} |")
+
+
+def llama_rows(repeat: int, single_timeout: float) -> list[str]:
+    rows = []
+    g8 = llama70b(8)
+    vg8 = view.build_view(g8, view.make_spec(g8, depth=None, fold_repeats=False))
+    rows.append(compare("Llama-3-70B config, 8 layers, every op", vg8, 1, single_timeout))
+    g = llama70b(80)
+    spec = view.make_spec(g, depth=None, fold_repeats=False)
+    vg = view.build_view(g, spec)
+    closed = view.build_view(g, view.toggle(g, spec, "mod:layers.40"))
+    cold_t, close_t, reopen_t = [], [], []
+    for _ in range(repeat):
+        t, lay = cold(vg, "composed")
+        cold_t.append(t)
+        close_t.append(timed(lambda: layout.layout_view(closed))[0])
+        layout._cache.clear()       # the view cache would answer; the piece cache must
+        reopen_t.append(timed(lambda: layout.layout_view(vg))[0])
+    q = quality(vg, lay)
+    rows.append(f"| Llama-3-70B config, 80 layers, every op | {len(vg.nodes)} / {len(vg.edges)} / {len(vg.clusters)}"
+                f" | {statistics.median(cold_t):.2f} | not run (8 layers: see above) | - | {_bad(q)} | - | "
+                f"{q['crossings']:.0f} | - | - |")
+    toggles = (f"Llama-3-70B config, 80 layers, every op ({len(vg.nodes):,} boxes): cold "
+               f"{statistics.median(cold_t):.2f} s; closing layers.40 (a new view) {statistics.median(close_t):.3f} s;"
+               f" opening it again with the view cache cleared {statistics.median(reopen_t):.3f} s "
+               f"(median of {repeat}).")
+    return rows + ["", toggles]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--single-timeout", type=float, default=60.0)
+    args = ap.parse_args(argv)
+    rows: list[str] = []
+    for name in DEMOS:
+        g = demo_trace(name).graph
+        for vname, spec in (("default", view.make_spec(g)),
+                            ("every op", view.make_spec(g, depth=None, fold_repeats=False))):
+            rows.append(compare(f"gallery {name}, {vname}", view.build_view(g, spec), args.repeat,
+                                args.single_timeout))
+            print(rows[-1], flush=True)
+    for name, g in hf_models():
+        vg = view.build_view(g, view.make_spec(g, depth=None, fold_repeats=False))
+        rows.append(compare(f"{name}, every op", vg, args.repeat, args.single_timeout))
+        print(rows[-1], flush=True)
+    torch.manual_seed(0)
+    dense = _trace(Dense(32), torch.randn(1, 4, 8, 8))
+    for vname, spec in (("default", view.make_spec(dense)),
+                        ("every op", view.make_spec(dense, depth=None, fold_repeats=False))):
+        rows.append(compare(f"32-layer dense block, {vname}", view.build_view(dense, spec), args.repeat,
+                            args.single_timeout))
+        print(rows[-1], flush=True)
+    torch.manual_seed(0)
+    dn = _trace(DenseNet121(), torch.randn(1, 3, 64, 64))
+    rows.append(compare("DenseNet-121, every op", view.build_view(dn, view.make_spec(dn, depth=None,
+                                                                                      fold_repeats=False)),
+                        1, args.single_timeout))
+    print(rows[-1], flush=True)
+    rows += llama_rows(args.repeat, args.single_timeout)
+    print(rows[-1], flush=True)
+    dot_version = subprocess.run([layout.find_dot(), "-V"], capture_output=True, text=True).stderr.strip()
+    table = [
+        "# Layout at any size: by module (composed) against one dot run (single)",
+        "",
+        f"Command: `{COMMAND} --repeat {args.repeat} --single-timeout {args.single_timeout:g}` (seconds, median of "
+        f"{args.repeat} cold runs, every cache cleared; DenseNet-121 and Llama 8 layers: one run).",
+        f"Machine: {platform.machine()}, {_cores()} cores, Python {platform.python_version()}, {dot_version}, "
+        f"torch {torch.__version__}, transformers {transformers.__version__}.",
+        "",
+        "Defects are counted as overlapping boxes / boxes outside their cluster / overlapping sibling clusters / "
+        "edges not on their boxes (all must be 0). Crossings: proper intersections of segments of different edges."
+        " Ratios are composed / single on the same view.",
+        "",
+        "| view | boxes / edges / clusters | composed, s | single, s | time ratio | defects composed | "
+        "defects single | crossings composed vs single | crossing ratio | area ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        *rows,
+    ]
+    text = "\n".join(table) + "\n"
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(text, encoding="utf-8")
+    print(text)
+    return 0
+
+
+def _cores() -> int:
+    import os
+
+    return os.cpu_count() or 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

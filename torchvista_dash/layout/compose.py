@@ -1,0 +1,226 @@
+"""Layout by module: each open call's interior laid out on its own, the pieces composed into one ``Layout``.
+
+One dot run over a whole every-op view explodes with nested clusters (4 Llama layers 1.3 s, 8 layers 24 s,
+16 over 60 s). Here every piece is a small flat graph (``pieces``), laid out by dot bottom-up: a cluster's
+interior first, then its parent with the cluster as one fixed-size box. Pieces are cached by their key (what
+their geometry depends on), in a bounded LRU shared by every view of every trace: 80 identical decoder layers
+are laid out once, and after a click only the pieces whose contents changed (the toggled call's chain up to
+the top level) go to dot again. The result is a pure function of the view: a piece's layout does not depend on
+which other pieces were laid out with it, so cached and fresh pieces give the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+
+import numpy as np
+
+from ..view_types import VisibleGraph
+from .dot import EDGE_FONT_SIZE, text_width
+from .piecedot import PieceLayout, layout_pieces
+from .pieces import HEADER, MARGIN, Fields, Plan, Size, cluster_size, node_sizes, plan
+from .run import DEFAULT_TIMEOUT, GraphvizError
+from .trivial import lay_out_single
+from .types import Box, EdgePath, Layout, Point
+
+Progress = Callable[[str, int, int], None]   # (stage, done, total): "modules" i of n pieces, then "compose"
+
+PIECE_CACHE_SIZE = 4096
+_pieces: OrderedDict[tuple, PieceLayout] = OrderedDict()
+_lock = threading.Lock()
+_stats = {"piece_hits": 0, "piece_misses": 0, "piece_dot_runs": 0}
+
+
+def piece_cache_info() -> dict[str, int]:
+    """Pieces found in the cache, pieces laid out by dot, dot processes started, and the cache's size."""
+    with _lock:
+        return {**_stats, "size": len(_pieces), "maxsize": PIECE_CACHE_SIZE}
+
+
+def clear_piece_cache() -> None:
+    with _lock:
+        _pieces.clear()
+
+
+def _lookup(keys: list[tuple]) -> dict[tuple, PieceLayout]:
+    with _lock:
+        found = {}
+        for k in keys:
+            hit = _pieces.get(k)
+            if hit is not None:
+                _pieces.move_to_end(k)
+                found[k] = hit
+        _stats["piece_hits"] += len(found)
+        _stats["piece_misses"] += len(keys) - len(found)
+        return found
+
+
+def _store(new: dict[tuple, PieceLayout], runs: int) -> None:
+    with _lock:
+        _stats["piece_dot_runs"] += runs
+        for k, v in new.items():
+            _pieces[k] = v
+            _pieces.move_to_end(k)
+        while len(_pieces) > PIECE_CACHE_SIZE:
+            _pieces.popitem(last=False)
+
+
+def compose_layout(vg: VisibleGraph, rankdir: str = "TB", *, timeout: float | None = None,
+                   progress: Progress | None = None) -> Layout:
+    """The Layout of ``vg`` laid out piece by piece (see the module docstring)."""
+    budget = DEFAULT_TIMEOUT if timeout is None else float(timeout)
+    deadline = time.monotonic() + budget
+    pl = plan(vg)
+    sizes: dict[str, Size] = node_sizes(vg)
+    total = len(pl.pieces)
+    done = 0
+    got: dict[str | None, PieceLayout] = {}
+    fields: dict[str, Fields] = {}
+    for level in pl.levels:
+        keys = {cid: pl.pieces[cid].key([sizes[c] for c in pl.pieces[cid].children], rankdir, pl.pieces, fields)
+                for cid in level}
+        unique = list(dict.fromkeys(keys.values()))
+        found = _lookup(unique)
+        for k in unique:
+            if k not in found:
+                single = lay_out_single(k)       # one child: no dot needed
+                if single is not None:
+                    found[k] = single
+                    _store({k: single}, 0)
+        missing = [k for k in unique if k not in found]
+        if missing:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise GraphvizError(f"Graphviz ran past its time budget of {budget:g} s laying out this view")
+            tick = None
+            if progress is not None:
+                waiting = sum(1 for k in keys.values() if k not in found)
+                tick = _Ticker(progress, total, done + len(level) - waiting, waiting, len(missing))
+            lays, runs = layout_pieces(missing, left, on_done=tick)
+            new = dict(zip(missing, lays, strict=True))
+            _store(new, runs)
+            found.update(new)
+        for cid, k in keys.items():
+            lay = got[cid] = found[k]
+            if cid is not None:
+                sizes[cid] = cluster_size((lay.width, lay.height), pl.labels[cid])
+                p = pl.pieces[cid]
+                fields[cid] = _fields(lay, len(p.children), len(p.in_ports), len(p.out_ports), rankdir)
+        done += len(level)
+        if progress is not None:
+            progress("modules", done, total)
+    out = _compose(vg, pl, got, sizes, rankdir)
+    if progress is not None:
+        progress("compose", total, total)
+    return out
+
+
+class _Ticker:
+    """Progress within one level: modules found in the cache count at once, the others as dot finishes them."""
+
+    def __init__(self, progress: Progress, total: int, done: int, waiting: int, n_keys: int) -> None:
+        self.progress, self.total, self.done, self.waiting, self.n_keys = progress, total, done, waiting, n_keys
+        self.finished = 0
+        progress("modules", done, total)
+
+    def __call__(self, n_keys: int) -> None:
+        self.finished += n_keys
+        self.progress("modules", self.done + self.waiting * self.finished // self.n_keys, self.total)
+
+
+def _compose(vg: VisibleGraph, pl: Plan, got: dict[str | None, PieceLayout], sizes: dict[str, Size],
+             rankdir: str) -> Layout:
+    """Place every piece in one coordinate system and join each edge's route into one polyline."""
+    offset: dict[str | None, Point] = {None: (0.0, 0.0)}
+    nodes: dict[str, Box] = {}
+    clusters: dict[str, Box] = {}
+    order = [cid for level in reversed(pl.levels) for cid in level]      # parents before their children
+    for cid in order:
+        p, lay = pl.pieces[cid], got[cid]
+        ox, oy = offset[cid]
+        for child, cl, (cx, cy) in zip(p.children, p.is_cluster, lay.centres, strict=False):
+            w, h = sizes[child]
+            x, y = cx + ox, cy + oy
+            box = (round(x - w / 2, 2), round(y - h / 2, 2), round(x + w / 2, 2), round(y + h / 2, 2))
+            if cl:
+                clusters[child] = box
+                inner = got[child]
+                offset[child] = (box[0] + (w - inner.width) / 2, box[1] + MARGIN)
+            else:
+                nodes[child] = box
+    moved: dict[str | None, list[Point]] = {}
+
+    def segment(cid: str | None, k: int) -> list[Point]:
+        """Piece edge ``k`` of ``cid`` in the drawing's coordinates (each piece moved once, with numpy)."""
+        pts = moved.get(cid)
+        lay = got[cid]
+        if pts is None:
+            xy = np.round(lay.points + np.array(offset[cid]), 2)
+            pts = moved[cid] = list(zip(xy[:, 0].tolist(), xy[:, 1].tolist(), strict=True))
+        return pts[lay.starts[k]:lay.starts[k + 1]]
+
+    edges: list[EdgePath] = []
+    first_label: dict[tuple[str, str], Point] = {}
+    fan = _fan_out(vg)
+    for e, route in zip(vg.edges, pl.routes, strict=True):
+        pts: list[Point] = []
+        for cid, k in route:
+            seg = segment(cid, k)
+            if pts and seg and pts[-1] == seg[0]:
+                seg = seg[1:]
+            pts.extend(seg)
+        pts_t = tuple(pts)
+        pos = None
+        if e.label:
+            group = (e.src, e.tensor)
+            if group not in first_label:     # one label per tensor: the edges it feeds share the first's
+                pos = first_label[group] = _label_at(pts_t, e.label, near_source=fan[group] > 1)
+        edges.append(EdgePath(e.src, e.dst, pts_t, e.label, pos))
+    parent: dict[str, str | None] = {v.id: v.parent for v in vg.nodes}
+    parent.update({c.id: c.parent for c in vg.clusters})
+    top = got[None]
+    return Layout(nodes=nodes, clusters=clusters, parent=parent, edges=tuple(edges),
+                  width=top.width, height=top.height, rankdir=rankdir)
+
+
+def _fields(lay: PieceLayout, n: int, n_in: int, n_out: int, rankdir: str) -> Fields:
+    """Where each port of a laid-out cluster goes on its border in the parent: in the order of the ports
+    inside (left to right, or top to bottom for LR/RL), so the edges joining them never cross."""
+    def places(first: int, count: int) -> tuple[int, ...]:
+        slots = range(first, first + count)
+        along = (lambda s: (lay.centres[s][0], s)) if rankdir in ("TB", "BT") else (lambda s: (-lay.centres[s][1], s))
+        place = [0] * count
+        for r, s in enumerate(sorted(slots, key=along)):
+            place[s - first] = r
+        return tuple(place)
+
+    return places(n, n_in), places(n + n_in, n_out)
+
+
+def _fan_out(vg: VisibleGraph) -> dict[tuple[str, str], int]:
+    """How many visible edges carry each (source, tensor): their shape label is drawn once, by the source."""
+    out: dict[tuple[str, str], int] = {}
+    for e in vg.edges:
+        out[(e.src, e.tensor)] = out.get((e.src, e.tensor), 0) + 1
+    return out
+
+
+def _label_at(pts: tuple[Point, ...], label: str, near_source: bool) -> Point:
+    """Where an edge's shape label goes: beside the middle of the edge, or just below its source when the
+    tensor feeds several boxes (all of them share one label there)."""
+    if near_source or len(pts) == 2:
+        (ax, ay), (bx, by) = pts[0], pts[1]
+        d = math.hypot(bx - ax, by - ay)
+        t = min(1.0, 12.0 / d) if near_source and d > 0 else 0.5
+    else:
+        (ax, ay), (bx, by) = pts[len(pts) // 2 - 1], pts[len(pts) // 2]
+        t = 0.5
+    x, y = ax + t * (bx - ax), ay + t * (by - ay)
+    return (round(x + text_width(label, EDGE_FONT_SIZE) / 2 + 3, 2), round(y, 2))
+
+
+__all__ = ["HEADER", "Progress", "clear_piece_cache", "compose_layout", "piece_cache_info"]

@@ -1,0 +1,335 @@
+"""One piece's geometry from Graphviz ``dot``: its DOT (built with pydot from the piece's key alone), many
+pieces laid out by one dot process (dot lays out each graph of its input on its own), the output read back.
+
+In a piece, tensors entering the cluster start at ports on the first rank and tensors leaving it end at ports
+on the last; edges carry no labels (a label would be a node of its own on a rank of its own, which doubled the
+ranks and, with long skip edges, multiplied dot's work). One tensor feeding many children is drawn as a *bus*:
+a chain of junction points, each one rank above its consumer, so a tensor reaching 80 decoder layers costs dot
+about 80 virtual nodes, not 80 edges of up to 80 ranks each.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import orjson
+import pydot
+
+from .dotpool import run_graphs
+from .parse import spline_polylines
+from .pieces import OUT_BUS
+from .run import GraphvizError
+from .types import Point
+
+PORT_SIZE = 0.02          # inches: ports and bus junctions are points, not boxes
+GRAPH_ATTRS = {"nodesep": "0.25", "ranksep": "0.3"}
+Polyline = tuple[Point, ...]
+SINK_ROW = 4   # more end boxes than this fed by one child are stacked in rows
+IN_SIDE = {"TB": "n", "BT": "s", "LR": "w", "RL": "e"}     # the side of a box that faces the first rank
+OUT_SIDE = {"TB": "s", "BT": "n", "LR": "e", "RL": "w"}
+KEEP = 4.0                  # points kept between a row of ports and the boxes next to it
+RANK_GAP = 0.3 * 72 - KEEP  # points cut beside a row of ports: the rank gap (ranksep) but KEEP
+PRECISE_OVER = 20_000.0   # points: pieces that may be bigger are read from dot's drawing ops (see layout_pieces)
+STRAIGHT = 8   # dot weight of every edge but a bus branch: dot keeps the heavier of two edges straight
+
+
+@dataclass(frozen=True, eq=False)
+class PieceLayout:
+    """A piece laid out in its own coordinates (points, y up, lower-left corner at 0, 0)."""
+
+    width: float
+    height: float
+    centres: tuple[Point, ...]      # per DOT slot: children, then in-ports, then out-ports
+    points: np.ndarray              # every piece edge's polyline (tail's border to head's), one after another
+    starts: tuple[int, ...]         # piece edge k is points[starts[k]:starts[k + 1]]
+
+
+def _dot_edges(key: tuple) -> tuple[list[tuple[int, int, dict[str, object]]], list[list[int]], int]:
+    """The dot edges of a piece (tail slot, head slot, attributes), per piece edge the dot edges it runs along
+    (a bus member: the trunk up to its junction, then its branch), and the number of slots with junctions."""
+    _rankdir, children, n_in, n_out, specs = key
+    nxt = len(children) + n_in + n_out
+    out: list[tuple[int, int, dict[str, object]]] = []
+    follow: list[list[int]] = []
+    last: dict[int, tuple[int, list[int]]] = {}     # bus group → (its latest junction, the trunk to it)
+    leaving: list[tuple[int, int, int]] = []        # out-bus members: (piece edge, junction, head port)
+    rankdir = key[0]
+    for tail, head, group, tport, hport in specs:
+        # edges between children stay straight before edges to ports (which give way, like bus branches)
+        weight = STRAIGHT if max(tail, head) < len(children) else 0
+        attrs: dict[str, object] = {"weight": weight}
+        out_at = {"tailport": f"o{tport}:{OUT_SIDE[rankdir]}"} if tport >= 0 else {}
+        in_at = {"headport": f"i{hport}:{IN_SIDE[rankdir]}"} if hport >= 0 else {}
+        if group == OUT_BUS:
+            j = nxt
+            nxt += 1
+            leaving.append((len(follow), j, head))
+            follow.append([len(out)])
+            out.append((tail, j, {"weight": 1, **out_at}))
+            continue
+        if group < 0:
+            follow.append([len(out)])
+            out.append((tail, head, {**attrs, **out_at, **in_at}))
+            continue
+        j = nxt
+        nxt += 1
+        if group in last:
+            prev, trunk = last[group]
+            trunk = [*trunk, len(out)]
+            out.append((prev, j, {"constraint": "false", "weight": STRAIGHT}))
+        else:
+            trunk = [len(out)]
+            out.append((tail, j, {"weight": STRAIGHT, **out_at}))
+        last[group] = (j, trunk)
+        follow.append([*trunk, len(out)])
+        out.append((j, head, {**attrs, "weight": 1, **in_at}))   # a branch gives way: the chain it joins stays straight
+    if leaving:       # the bundle: junction after junction down to the last, which fans out to the ports
+        trunk_at: list[int] = []
+        for (_k, a, _h), (_k2, b, _h2) in zip(leaving, leaving[1:], strict=False):
+            trunk_at.append(len(out))
+            out.append((a, b, {"constraint": "false", "weight": STRAIGHT}))
+        end = leaving[-1][1]
+        for m, (k, _j, port) in enumerate(leaving):
+            follow[k].extend(trunk_at[m:])
+            follow[k].append(len(out))
+            out.append((end, port, {"weight": 0}))
+    out.extend(_stacked_sinks(specs, len(children)))
+    return out, follow, nxt
+
+
+def _record(rankdir: str, n_in: int, n_out: int) -> str:
+    """A child cluster as a record: its in-ports as fields along the side facing the first rank, its out-ports
+    along the opposite side, so dot ends each edge where the port is and orders the edges as the ports are."""
+    ins = "{" + "|".join(f"<i{k}>" for k in range(n_in)) + "}" if n_in > 0 else ""
+    outs = "{" + "|".join(f"<o{k}>" for k in range(n_out)) + "}" if n_out > 0 else ""
+    parts = [ins, outs] if rankdir in ("TB", "LR") else [outs, ins]
+    return '"{' + "|".join(p for p in parts if p) + '}"'
+
+
+def _stacked_sinks(specs: Sequence[tuple[int, int, int, int, int]], n: int) -> list[tuple[int, int, dict[str, object]]]:
+    """Invisible edges that stack many end boxes fed by one child (GPT-2's 24 cached keys/values below the
+    model's box) into a block of rows, instead of one row as wide as all of them."""
+    feeds: dict[int, set[int]] = {}
+    has_out: set[int] = set()
+    for tail, head, _g, _tp, _hp in specs:
+        has_out.add(tail)
+        if head < n:
+            feeds.setdefault(head, set()).add(tail)
+    by_source: dict[int, list[int]] = {}
+    for head, tails in feeds.items():
+        if head not in has_out and len(tails) == 1:
+            by_source.setdefault(next(iter(tails)), []).append(head)
+    out: list[tuple[int, int, dict[str, object]]] = []
+    for sinks in by_source.values():
+        if len(sinks) > SINK_ROW:
+            width = max(SINK_ROW, math.ceil(math.sqrt(len(sinks))))
+            sinks.sort()
+            out.extend((a, b, {"style": "invis"}) for a, b in zip(sinks, sinks[width:], strict=False))
+    return out
+
+
+def piece_dot(key: tuple) -> tuple[str, list[tuple[int, int, dict[str, object]]], list[list[int]], int]:
+    """DOT text of the piece ``key`` (built with pydot), with what ``_dot_edges`` says about its edges."""
+    rankdir, children, n_in, n_out, _specs = key
+    edges, follow, slots = _dot_edges(key)
+    g = pydot.Dot("p", graph_type="digraph", rankdir=rankdir, **GRAPH_ATTRS)
+    g.set_node_defaults(shape="box", fixedsize="true", width=PORT_SIZE, height=PORT_SIZE, label='""')
+    # no arrowheads: every spline runs to its head's border (the drawing adds the arrow there), and the
+    # precise output's edges are their splines alone
+    g.set_edge_defaults(arrowhead="none")
+    n = len(children)
+    for i, ((w, h), n_in_fields, n_out_fields) in enumerate(children):
+        attrs: dict[str, object] = {"width": round(w / 72, 4), "height": round(h / 72, 4)}
+        if n_in_fields > 0 or n_out_fields > 0:
+            attrs.update(shape="record", label=_record(rankdir, n_in_fields, n_out_fields))
+        g.add_node(pydot.Node(i, **attrs))
+    for rank, first, count in (("min", n, n_in), ("max", n + n_in, n_out)):
+        if count:
+            sub = pydot.Subgraph(rank=rank)
+            for s in range(first, first + count):
+                sub.add_node(pydot.Node(s))
+            g.add_subgraph(sub)
+    for j in range(n + n_in + n_out, slots):
+        g.add_node(pydot.Node(j))
+    for t, h, attrs in edges:
+        g.add_edge(pydot.Edge(t, h, **attrs))
+    return g.to_string(), edges, follow, slots
+
+
+def _trim(key: tuple, width: float, height: float, centres: tuple[Point, ...],
+          lines: list[Polyline]) -> tuple[float, float, tuple[Point, ...], list[Polyline]]:
+    """Close the gap dot leaves between the ports' rank and the first (last) rank of boxes: ports are points on
+    the border, not a rank of their own, and each one cost a cluster a rank's height at both ends."""
+    rankdir, children, n_in, n_out, specs = key
+    n = len(children)
+    fwd, extent, across = _to_frame(rankdir, width, height)
+    pts = [fwd(c) for c in centres]
+    polys = [[fwd(p) for p in line] for line in lines]
+    # the free band between the ports and the nearest box (sources without inputs share the ports' rank)
+    half = [(h if rankdir in ("TB", "BT") else w) / 2 for (w, h), _i, _o in children]
+    hi = max((pts[s][1] + half[s] for s in range(n)), default=0.0)
+    lo = min((pts[s][1] - half[s] for s in range(n)), default=extent)
+    cut_top = max(0.0, min(RANK_GAP, extent - hi - KEEP)) if n_in else 0.0
+    cut_bottom = max(0.0, min(RANK_GAP, lo - KEEP)) if n_out else 0.0
+    top = max(extent - cut_top - cut_bottom, 1.0)
+    pts = [(u, v - cut_bottom) for u, v in pts]
+    for s in range(n, n + n_in):
+        pts[s] = (pts[s][0], top)
+    for s in range(n + n_in, n + n_in + n_out):
+        pts[s] = (pts[s][0], 0.0)
+    for k, (tail, head, *_rest) in enumerate(specs):
+        line = [(u, min(max(v - cut_bottom, 0.0), top)) for u, v in polys[k]]
+        if n <= tail < n + n_in:
+            line[0] = pts[tail]
+        if n + n_in <= head < n + n_in + n_out:
+            line[-1] = pts[head]
+        polys[k] = line
+    back = from_frame(rankdir, top)
+    w, h = (across, top) if rankdir in ("TB", "BT") else (top, across)
+    return w, h, tuple(back(p) for p in pts), [tuple(back(p) for p in line) for line in polys]
+
+
+def _to_frame(rankdir: str, width: float, height: float) -> tuple[Callable[[Point], Point], float, float]:
+    """A map to a frame where ranks run down from the in-ports' side (v = extent) to the out-ports' (v = 0),
+    the extent along the ranks, and the extent across them."""
+    if rankdir == "TB":
+        return (lambda p: p), height, width
+    if rankdir == "BT":
+        return (lambda p: (p[0], height - p[1])), height, width
+    if rankdir == "LR":
+        return (lambda p: (p[1], width - p[0])), width, height
+    return (lambda p: (p[1], p[0])), width, height
+
+
+def from_frame(rankdir: str, extent: float) -> Callable[[Point], Point]:
+    """The inverse of ``_to_frame`` for a piece now ``extent`` long along its ranks (rounded to 1/100 pt)."""
+    if rankdir == "TB":
+        return lambda p: (round(p[0], 2), round(p[1], 2))
+    if rankdir == "BT":
+        return lambda p: (round(p[0], 2), round(extent - p[1], 2))
+    if rankdir == "LR":
+        return lambda p: (round(extent - p[1], 2), round(p[0], 2))
+    return lambda p: (round(p[1], 2), round(p[0], 2))
+
+
+def _extent(ops: list[dict]) -> tuple[float, float, float, float]:
+    """The bounding box of the points of xdot drawing ops (a node's polygon, the graph's background)."""
+    pts = [p for op in ops for p in op.get("points", ())]
+    if not pts:
+        return (0.0, 0.0, 0.0, 0.0)
+    xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+    return (min(xs), min(ys), max(xs), max(ys))
+
+
+def _spline(edge: dict) -> str:
+    """An edge's spline from its xdot ``b`` op, written as a ``pos`` (the ``pos`` itself has 5 digits)."""
+    for op in edge.get("_draw_", ()):
+        if op.get("op") in ("b", "B"):
+            return " ".join(f"{x!r},{y!r}" for x, y in op["points"])
+    raise GraphvizError("Graphviz output has an edge without a spline")
+
+
+def _read(doc: dict, key: tuple, edges: list[tuple[int, int, dict[str, object]]], follow: list[list[int]],
+          n_real: int) -> PieceLayout:
+    """One piece's PieceLayout from its JSON document (coordinates moved so the piece starts at 0, 0)."""
+    precise = "_draw_" in doc      # -Tjson: xdot drawing ops, 2 decimals at any size
+    if precise:
+        x0, y0, x1, y1 = _extent(doc["_draw_"])
+    else:
+        x0, y0, x1, y1 = (float(v) for v in doc.get("bb", "0,0,0,0").split(","))
+    name_of: dict[int, int] = {}
+    pos_of: dict[int, Point] = {}
+    for obj in doc.get("objects", ()):
+        if "pos" in obj:
+            s = int(obj["name"])
+            name_of[obj["_gvid"]] = s
+            if precise:
+                a0, b0, a1, b1 = _extent(obj["_draw_"])
+                pos_of[s] = ((a0 + a1) / 2, (b0 + b1) / 2)
+            else:
+                px, py = (float(v) for v in obj["pos"].split(","))
+                pos_of[s] = (px, py)
+    if any(s not in pos_of for s in range(n_real)):
+        raise GraphvizError("Graphviz output misses a node of a piece")
+    found = sorted(doc.get("edges", ()), key=lambda e: e["_gvid"])
+    # dot numbers edges in its own order: match them back by (tail, head), in the order they were written
+    written: dict[tuple[int, int], list[int]] = {}
+    for k, (t, h, _attrs) in enumerate(edges):
+        written.setdefault((t, h), []).append(k)
+    polys: list[Polyline] = [()] * len(edges)
+    lines = spline_polylines([_spline(e) if precise else e["pos"] for e in found]) if found else []
+    for e, line in zip(found, lines, strict=True):
+        t, h = name_of[e["tail"]], name_of[e["head"]]
+        todo = written.get((t, h))
+        if not todo:
+            raise GraphvizError("Graphviz output has an edge the piece does not")
+        k = todo.pop(0)
+        a, b = line[0], line[-1]
+        if math.dist(a, pos_of[t]) + math.dist(b, pos_of[h]) > math.dist(a, pos_of[h]) + math.dist(b, pos_of[t]):
+            line = line[::-1]          # dot may list a reversed edge's points from its head
+        polys[k] = tuple((round(px - x0, 2), round(py - y0, 2)) for px, py in line)
+    if any(not p for p in polys):
+        raise GraphvizError("Graphviz output misses an edge of a piece")
+    out: list[Polyline] = []
+    for path in follow:
+        pts: list[Point] = []
+        for k in path:
+            seg = polys[k]
+            pts.extend(seg[1:] if pts and pts[-1] == seg[0] else seg)
+        out.append(tuple(pts))
+    centres = tuple((round(pos_of[s][0] - x0, 2), round(pos_of[s][1] - y0, 2)) for s in range(n_real))
+    width, height, centres, out = _trim(key, round(x1 - x0, 2), round(y1 - y0, 2), centres, out)
+    starts = [0]
+    for line in out:
+        starts.append(starts[-1] + len(line))
+    flat = np.array([p for line in out for p in line], dtype=float).reshape(-1, 2)
+    return PieceLayout(width, height, centres, flat, tuple(starts))
+
+
+def layout_pieces(keys: Sequence[tuple], timeout: float, workers: int = 2,
+                  on_done: Callable[[int], None] | None = None) -> tuple[list[PieceLayout], int]:
+    """Lay out every piece of ``keys``: each is one graph of a dot input, at most ``workers`` dot processes
+    at once. Big pieces are read from ``-Tjson`` (drawing ops with 2 decimals): ``-Tjson0`` writes positions
+    with 5 significant digits, 10 points off at a height of 300,000."""
+    n = len(keys)
+    result: list[PieceLayout | None] = [None] * n
+    todo = list(range(n))
+    big = [i for i in todo if _extent_guess(keys[i]) > PRECISE_OVER]
+    small = [i for i in todo if _extent_guess(keys[i]) <= PRECISE_OVER]
+    chunks = [("json", [i]) for i in big]
+    chunks += [("json0", small[w::workers]) for w in range(min(workers, len(small)))]
+
+    def run(job: tuple[str, list[int]]) -> list[PieceLayout]:
+        fmt, chunk = job
+        built = [piece_dot(keys[i]) for i in chunk]
+        docs = [orjson.loads(d) for d in run_graphs(fmt, [b[0] for b in built], timeout)]
+        if len(docs) != len(chunk):
+            raise GraphvizError(f"Graphviz laid out {len(docs)} of {len(chunk)} pieces")
+        out = [_read(d, keys[i], b[1], b[2], _real_slots(keys[i])) for d, b, i in zip(docs, built, chunk, strict=True)]
+        if on_done is not None:
+            on_done(len(chunk))
+        return out
+
+    if len(chunks) <= 1:
+        outs = [run(c) for c in chunks]
+    else:
+        with ThreadPoolExecutor(min(workers, len(chunks))) as pool:
+            outs = list(pool.map(run, chunks))
+    for (_fmt, chunk), out in zip(chunks, outs, strict=True):
+        for i, lay in zip(chunk, out, strict=True):
+            result[i] = lay
+    return [r for r in result if r is not None], len(chunks)
+
+
+def _extent_guess(key: tuple) -> float:
+    """An upper bound of a piece's extent along its ranks (points): all its children in one column."""
+    return sum(w + h + 22.0 for (w, h), _i, _o in key[1])
+
+
+def _real_slots(key: tuple) -> int:
+    """Children and ports: the slots whose centres a PieceLayout keeps (junctions are not kept)."""
+    return len(key[1]) + key[2] + key[3]
