@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import orjson
@@ -143,20 +144,20 @@ def piece_dot(key: tuple) -> tuple[str, list[tuple[int, int, dict[str, object]]]
     g.set_edge_defaults(arrowhead="none")
     n = len(children)
     for i, ((w, h), n_in_fields, n_out_fields) in enumerate(children):
-        attrs: dict[str, object] = {"width": round(w / 72, 4), "height": round(h / 72, 4)}
+        attrs: dict[str, Any] = {"width": round(w / 72, 4), "height": round(h / 72, 4)}
         if n_in_fields > 0 or n_out_fields > 0:
             attrs.update(shape="record", label=_record(rankdir, n_in_fields, n_out_fields))
-        g.add_node(pydot.Node(i, **attrs))
+        g.add_node(pydot.Node(i, **attrs))  # type: ignore[arg-type]  # int names: no quoting scan
     for rank, first, count in (("min", n, n_in), ("max", n + n_in, n_out)):
         if count:
             sub = pydot.Subgraph(rank=rank)
             for s in range(first, first + count):
-                sub.add_node(pydot.Node(s))
+                sub.add_node(pydot.Node(s))  # type: ignore[arg-type]
             g.add_subgraph(sub)
     for j in range(n + n_in + n_out, slots):
-        g.add_node(pydot.Node(j))
-    for t, h, attrs in edges:
-        g.add_edge(pydot.Edge(t, h, **attrs))
+        g.add_node(pydot.Node(j))  # type: ignore[arg-type]
+    for t, h, edge_attrs in edges:
+        g.add_edge(pydot.Edge(t, h, **dict[str, Any](edge_attrs)))
     return g.to_string(), edges, follow, slots
 
 
