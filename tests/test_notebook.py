@@ -79,3 +79,33 @@ def test_show_external_prints_a_live_url_and_rejects_bad_modes(capsys: pytest.Ca
     with pytest.raises(RuntimeError, match="Sizes of tensors must match"):   # partial graph served, then raised
         show(demo_trace("broken"), mode="external")
     assert "torchvista_dash: http://" in capsys.readouterr().out
+
+
+SAVED_CELLS = [
+    "from torchvista_dash import trace_model\nfrom torchvista_dash.demos import build_demo",
+    "trace_model(*build_demo('gpt'), name='saved GPT').show(theme='dark')",
+    "broken = trace_model(*build_demo('broken'), name='broken again')\nbroken.show()",
+    "broken.show()",
+    "broken.show()",
+]
+
+
+def test_a_saved_notebook_keeps_a_picture_and_re_raises_the_same_error(tmp_path: Path) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in SAVED_CELLS]
+    for cell in nb.cells[2:]:
+        cell.metadata["tags"] = ["raises-exception"]
+    NotebookClient(nb, kernel_name="python3", timeout=180, resources={"metadata": {"path": str(tmp_path)}}).execute()
+    path = tmp_path / "saved.ipynb"
+    nbformat.write(nb, path)
+    saved = nbformat.read(path, as_version=4)                    # what GitHub / nbviewer / a closed kernel get
+    (shown,) = [o for o in saved.cells[1].outputs if o["output_type"] == "display_data"]
+    assert "<iframe" in shown["data"]["text/html"]               # the live graph, for a running kernel
+    svg = shown["data"]["image/svg+xml"]                         # and the picture, saved beside it
+    assert svg.lstrip().startswith(("<?xml", "<svg")) and "lm_head: Linear" in svg and "GPTBlock" in svg
+    failed = [o for o in saved.cells[2].outputs if o["output_type"] == "display_data"]
+    assert "image/svg+xml" in failed[0]["data"]                  # a failed trace's partial graph too
+    errors = [next(o for o in c.outputs if o["output_type"] == "error") for c in saved.cells[2:]]
+    assert [e["ename"] for e in errors] == ["RuntimeError"] * 3
+    lengths = [len(e["traceback"]) for e in errors]
+    assert len(set(lengths)) == 1, lengths                       # each re-raise as long as the first

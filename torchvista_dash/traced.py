@@ -30,6 +30,7 @@ class Trace:
     def __init__(self, graph: Graph, error: BaseException | None = None) -> None:
         self.graph = graph
         self.error = error
+        self._traceback = error.__traceback__ if error is not None else None
 
     def __repr__(self) -> str:
         state = "failed" if self.failed else "ok"
@@ -48,7 +49,9 @@ class Trace:
     def raise_if_failed(self) -> None:
         """Re-raise the model's own exception (with its traceback) if the forward pass failed."""
         if self.error is not None:
-            raise self.error
+            # from the model's own traceback each time: raising one exception object again would grow its
+            # traceback by this frame and the caller's on every re-raise
+            raise self.error.with_traceback(self._traceback)
         if self.graph.error is not None:  # loaded from a file: only the text survives
             err = self.graph.error
             raise RuntimeError(f"{err.type}: {err.message}\n(traced forward pass failed; traceback:)\n{err.traceback}")

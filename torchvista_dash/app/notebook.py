@@ -13,6 +13,7 @@ import socket
 import sys
 import threading
 import webbrowser
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
@@ -91,6 +92,37 @@ def url_for(trace: Trace, view: ViewOptions = DEFAULT_VIEW, draw: DrawOptions = 
     return f"{base}?{urlencode(query)}"
 
 
+MAX_PICTURE_BYTES = 3_000_000   # a bigger saved picture is left out of the notebook (it would bloat the file)
+
+
+def static_picture(trace: Trace, view: ViewOptions = DEFAULT_VIEW, draw: DrawOptions = DEFAULT_DRAW) -> str | None:
+    """The first view as an SVG, drawn by the static export from the same layout; None when too big."""
+    from . import firstpaint, state
+
+    tid = registry.register(trace)
+    spec, highlight = state.first_view(tid, view)
+    svg = firstpaint.picture_svg(tid, spec, draw if draw.highlight is not None else replace(draw, highlight=highlight))
+    return svg.decode("utf-8") if len(svg) <= MAX_PICTURE_BYTES else None
+
+
+def output_bundle(trace: Trace, url: str, view: ViewOptions, draw: DrawOptions, width: str | int,
+                  height: int) -> dict[str, str]:
+    """One output, two pictures: a live kernel's notebook shows the interactive graph (an iframe, text/html);
+    GitHub, nbviewer and tools that do not run the iframe's server can show the static picture
+    (image/svg+xml) that is saved with it."""
+    from IPython.display import IFrame
+
+    bundle = {"text/plain": f"<torchvista_dash graph of {trace.graph.model_name or 'a model'}: {url}>",
+              "text/html": IFrame(url, width=width, height=height)._repr_html_()}
+    try:
+        svg = static_picture(trace, view, draw)
+    except Exception:       # the picture is for later readers; the live graph must show whatever happens
+        svg = None
+    if svg is not None:
+        bundle["image/svg+xml"] = svg
+    return bundle
+
+
 def show(trace: Trace, mode: str = "inline", *, width: str | int = "100%", height: int = 720,
          host: str = "127.0.0.1", port: int | None = None, **options: Any) -> None:
     """Draw ``trace`` interactively: ``inline`` (an iframe in the output), ``external`` (print the URL) or
@@ -104,9 +136,9 @@ def show(trace: Trace, mode: str = "inline", *, width: str | int = "100%", heigh
     if "google.colab" in sys.modules:
         _show_colab(url, mode, width, height)
     elif mode == "inline":
-        from IPython.display import IFrame, display
+        from IPython.display import display
 
-        display(IFrame(url, width=width, height=height))
+        display(output_bundle(trace, url, view, draw, width, height), raw=True)
     else:
         print(f"torchvista_dash: {url}")
         if mode == "tab":
