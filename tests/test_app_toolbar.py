@@ -228,3 +228,34 @@ def test_a_bad_address_says_what_is_wrong(page: Any, gallery_url: str) -> None:
     page.goto(f"{gallery_url}?demo=gpt&open=mod:nowhere")
     page.wait_for_function("() => document.body.innerText.includes('cannot show this page')", timeout=20_000)
     assert "mod:nowhere" in page.inner_text("#tvd-page")
+
+
+def test_a_notebook_wide_page_keeps_two_toolbar_rows_and_gives_the_graph_the_width(browser: Any) -> None:
+    from torchvista_dash.app.notebook import url_for
+
+    ctx = browser.new_context(viewport={"width": 800, "height": 760})      # a notebook output's width
+    try:
+        page = ctx.new_page()
+        url = url_for(demo_trace("gpt"))                                   # the page show() puts in its iframe
+        page.goto(url)
+        aio = "trace-" + url.split("trace=")[1].split("&")[0]
+        wait_drawn(page, aio)
+        controls = page.locator(".tvd-toolbar > *")
+        boxes = [controls.nth(i).bounding_box() for i in range(controls.count())]
+        boxes = [b for b in boxes if b and b["height"] > 0]
+        rows: list[float] = []
+        for b in sorted(boxes, key=lambda b: b["y"]):
+            centre = b["y"] + b["height"] / 2
+            if not rows or centre - rows[-1] > 14:
+                rows.append(centre)
+        assert len(rows) == 2, rows                                        # the toolbar in two rows
+        assert all(b["x"] + b["width"] <= 800 for b in boxes)
+        assert not page.locator(css_id(aio, "details")).is_visible()        # the panel folded away...
+        plot = page.locator(css_id(aio, "graph")).bounding_box()
+        assert plot["width"] > 0.9 * 800                                   # ...so the graph has the width
+        click_id(page, aio, "mod:lm_head")                                 # until something is clicked
+        page.wait_for_function("(s) => document.querySelector(s).innerText.includes('lm_head: Linear')",
+                               arg=css_id(aio, "details"), timeout=20_000)
+        assert page.locator(css_id(aio, "details")).is_visible()
+    finally:
+        ctx.close()

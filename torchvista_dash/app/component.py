@@ -117,7 +117,7 @@ class ModelGraph(html.Div):
             html.Button("Expand all", id=_ids.expand_all(aio_id), n_clicks=0, style=BUTTON),
             html.Button("Collapse all", id=_ids.collapse_all(aio_id), n_clicks=0, style=BUTTON),
             dcc.Dropdown(id=_ids.depth(aio_id), options=depth_options, value=view_mod.depth_of(graph, spec),
-                         clearable=False, searchable=False, style={"width": "120px"}),
+                         clearable=False, searchable=False, style={"width": "120px"}, className="tvd-depth"),
             dcc.Checklist(id=_ids.options(aio_id), value=options, inline=True,
                           options=[{"label": _label(" fold repeats"), "value": "fold"},
                                    {"label": _label(" parameters/constants"), "value": "params"}],
@@ -129,14 +129,14 @@ class ModelGraph(html.Div):
                            options=[{"label": _label(f" {t}"), "value": t} for t in THEMES],
                            inputStyle={"marginLeft": "8px"}),
             html.Button("Fit to screen", id=_ids.fit(aio_id), n_clicks=0, style=BUTTON),
-        ], style=ROW)
+        ], style=ROW, className="tvd-toolbar")
         toolbar2 = html.Div([
             dcc.Dropdown(id=_ids.search(aio_id), options=browse(graph),
                          placeholder="Search modules and ops (name, qualname, class)…",
                          searchable=True, clearable=True, style={"minWidth": "380px", "flex": "1"},
                          className="tvd-search"),
             color_by_control(_ids.color_by(aio_id), graph, draw.color_by),
-            html.Span("Export view:"),
+            html.Span("Export view:", className="tvd-export-label"),
             html.Button("HTML", id=_ids.export_html(aio_id), n_clicks=0, style=BUTTON),
             html.Button("SVG", id=_ids.export_svg(aio_id), n_clicks=0, style=BUTTON),
             html.Button("PNG", id=_ids.export_png(aio_id), n_clicks=0, style=BUTTON),
@@ -144,7 +144,7 @@ class ModelGraph(html.Div):
                         title="the trace itself: load_trace(path) and `python -m torchvista_dash serve path` read it"),
             html.Span(id=_ids.export_status(aio_id), style={"fontSize": "12px"}),
             dcc.Download(id=_ids.download(aio_id)),
-        ], style=ROW)
+        ], style=ROW, className="tvd-toolbar")
         plot = dcc.Graph(id=_ids.graph(aio_id), figure=figure, style={"height": height},
                          config=PLOT_CONFIG)
         body = html.Div([
@@ -162,7 +162,8 @@ class ModelGraph(html.Div):
                                  style={"fontSize": "12px", "minHeight": "18px"}),
                         delay_show=200, type="dot", className="tvd-loading",
                         parent_style={"minHeight": "18px"}),
-            toolbar, toolbar2, body,
+            html.Div([toolbar, toolbar2], className="tvd-toolbars"),   # one wrapped row on a narrow page (tvd.css)
+            body,
             dcc.Store(id=_ids.store(aio_id), data=store),
             dcc.Store(id=_ids.selected(aio_id), data=selection(tid, draw.highlight) if draw.highlight else None),
         ]
