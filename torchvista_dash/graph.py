@@ -10,7 +10,8 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -236,7 +237,8 @@ class Graph:
 
         A string that is not valid Unicode (a lone surrogate, only possible in a graph built in memory) is
         written as ``?``, so every saved file loads again."""
-        d = self.to_dict()
+        with gc_paused():
+            d = self.to_dict()
         try:
             return orjson.dumps(d, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"
         except orjson.JSONEncodeError:
@@ -273,16 +275,13 @@ class Graph:
             raise TraceFormatError(
                 f"unsupported trace schema {str(data['schema'])[:80]!r}; this version reads {SCHEMA!r}"
             )
-        collecting = gc.isenabled()
-        gc.disable()    # millions of new objects, none cyclic: the collector's passes over them were pure cost
         try:
-            graph: Graph = _read_graph(data)
+            with gc_paused():
+                graph: Graph = _read_graph(data)
         except FieldError as exc:
             raise TraceFormatError(f"corrupt torchvista_dash trace: {exc}") from None
         finally:
             forget_interned()
-            if collecting:
-                gc.enable()
         graph.validate()
         return graph
 
@@ -319,6 +318,19 @@ class Graph:
                 data = bytes(buf)
         check_size(len(data), limit, str(path))
         return cls.from_json(data, max_bytes=limit)
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic-GC passes while building (or writing out) a whole graph: millions of new objects, none in a
+    cycle, so every pass over them was pure cost (7x the time of ``to_dict`` on 50,000 nodes)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _hash_id(data: bytes) -> str:
