@@ -1,7 +1,7 @@
 """Loading a big saved trace: ``load_trace`` and the trace id against the bare JSON parse of the same file.
 
 Command (from the repository root):
-    .venv/bin/python bench/bench_trace_file.py [--nodes 1000000] [--repeat 3]
+    .venv/bin/python bench/bench_trace_file.py [--nodes 200000] [--repeat 3] [--code OTHER_CHECKOUT]
 
 A synthetic trace (no torch needed): a root with 10 stages, each a chain of identical blocks of 10 ops (a
 Linear call with its weight and bias, then 8 ops), every op with a source line, an argument and an output,
@@ -14,7 +14,7 @@ peak memory, VmHWM, is that process's own) and the table gives the median wall t
   - ModelGraph: the Dash component for the loaded trace (first view laid out and drawn; depth 1 is small).
 Times are the process's own CPU seconds (``time.process_time``: robust to the other load on a shared machine;
 ``dot`` runs in a child process, so ModelGraph's layout is not in its CPU figure), wall seconds beside them.
-Writes bench/results/trace_file.md and prints it.
+Writes bench/results/trace_file_last.md and prints it (bench/results/trace_file.md holds a before/after pair).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "results" / "trace_file.md"
+RESULTS = ROOT / "bench" / "results" / "trace_file_last.md"   # trace_file.md: a before/after pair of runs
 COMMAND = ".venv/bin/python bench/bench_trace_file.py"
 STAGES = 10
 OPS_PER_BLOCK = 10
@@ -133,7 +133,8 @@ def bench(nodes: int, repeat: int, code_root: Path, label: str) -> str:
     load1 = os.getloadavg()[0]
     lines = [
         "# Loading a big trace file", "",
-        f"Command: `{COMMAND} --nodes {nodes} --repeat {repeat}` (from the repository root); code: {label}", "",
+        f"Command: `{COMMAND} --nodes {nodes} --repeat {repeat}"
+        + ("" if label == "this checkout" else f" --code {label}") + "` (from the repository root)", "",
         f"Machine: {platform.machine()}, Python {platform.python_version()}, 1-minute load average {load1:.1f} "
         f"(a shared machine). Synthetic trace: {n_nodes:,} nodes, {n_calls:,} module calls, {size_mb:.0f} MB; "
         f"median of {repeat} runs, each step in a fresh process.", "",
@@ -150,7 +151,7 @@ def bench(nodes: int, repeat: int, code_root: Path, label: str) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--nodes", type=int, default=1_000_000)
+    ap.add_argument("--nodes", type=int, default=200_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--code", type=Path, default=ROOT, help="package checkout to measure (default: this one)")
     ap.add_argument("--no-write", action="store_true", help="print only (e.g. measuring an older checkout)")
