@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import pickle
 
 import pytest
@@ -79,7 +80,7 @@ def test_foreign_and_corrupt_files_give_clear_errors(tmp_path) -> None:
         load_trace(tmp_path / "nope.json")
 
 
-@pytest.mark.parametrize("mutation", ["cycle", "depth", "versions", "infinity", "nesting"])
+@pytest.mark.parametrize("mutation", ["cycle", "depth", "versions", "infinity", "nesting", "size"])
 def test_serve_refuses_a_hostile_file_in_one_line(mutation: str, tmp_path) -> None:
     """What a user sees: `serve bad.json` exits with one `error:` line naming the problem, no traceback."""
     import subprocess
@@ -94,16 +95,20 @@ def test_serve_refuses_a_hostile_file_in_one_line(mutation: str, tmp_path) -> No
         data["module_calls"][-1]["depth"] = 10**9
     elif mutation == "versions":
         data["versions"] = []
+    elif mutation == "size":
+        pass                                  # a valid trace over the limit set in the environment
     elif mutation == "infinity":
         text = json.dumps(data).replace('"nbytes": 64', '"nbytes": Infinity', 1)
     else:
         text = json.dumps(data).replace('"nodes": [', '"nodes": [' + "[" * 100_000 + "]" * 100_000 + ",", 1)
     path = tmp_path / "bad.json"
     path.write_text(text if text is not None else json.dumps(data))
+    env = dict(os.environ, TVD_MAX_TRACE_BYTES="1000") if mutation == "size" else None
     proc = subprocess.run([sys.executable, "-m", "torchvista_dash", "serve", str(path), "--port", "0"],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
     assert proc.stderr.startswith("error:") and proc.stderr.count("\n") == 1, proc.stderr
     assert {"cycle": "parent cycle", "depth": "says depth 1000000000", "versions": "field 'versions'",
-            "infinity": "invalid JSON", "nesting": "invalid JSON"}[mutation] in proc.stderr
+            "infinity": "invalid JSON", "nesting": "invalid JSON",
+            "size": "over the 1,000 bytes limit"}[mutation] in proc.stderr

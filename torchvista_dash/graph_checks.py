@@ -57,11 +57,15 @@ def trace_size_limit(max_bytes: int | None = None) -> int:
     return max_bytes
 
 
+def _size(n: int) -> str:
+    return f"{n:,} bytes" if n < 10**6 else f"{n / 1e6:,.1f} MB"
+
+
 def check_size(size: int, limit: int, what: str) -> None:
     if size > limit:
         suggest = -(-size // 10**6) * 10**6
         raise TraceSizeError(
-            f"{what} is {size / 1e6:,.1f} MB, over the {limit / 1e6:,.1f} MB limit for trace files; to load it "
+            f"{what} is {_size(size)}, over the {_size(limit)} limit for trace files; to load it "
             f"anyway, pass max_bytes={suggest} to load_trace() or set the environment variable "
             f"{MAX_TRACE_BYTES_ENV}={suggest}")
 
