@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .costs import stats_rows
-from .graph import Graph, ModuleCall, call_id_for
+from .graph import Graph, ModuleCall, call_id_for, shape_text
 from .traced import Trace
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -88,7 +88,7 @@ def _reasons(a: ModuleFacts, b: ModuleFacts) -> list[str]:
 
 
 def _shape(s: tuple[int, ...]) -> str:
-    return "×".join(str(d) for d in s) or "scalar"
+    return shape_text(s)
 
 
 def _shapes_text(ms: Iterable[tuple[tuple[int, ...], str]]) -> str:
