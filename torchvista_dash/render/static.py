@@ -69,6 +69,25 @@ def _num(v: float) -> str:
     return f"{v:.2f}".rstrip("0").rstrip(".")
 
 
+class _Html:
+    """An HTML-like label, written as it is."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _a(**attrs: Any) -> dict[str, Any]:
+    """Attribute values quoted once, here, with layout.dot's quoting (HTML labels as they are): pydot writes
+    non-str values as given, and its own per-character quoting scan was half the time of the static DOT."""
+    return {k: (_Html(v) if v.startswith("<") else Quoted(v)) if isinstance(v, str) else v
+            for k, v in attrs.items()}
+
+
 def _pinned(box: Box) -> dict[str, Any]:
     """A node drawn exactly over ``box``."""
     x0, y0, x1, y1 = box
@@ -109,15 +128,15 @@ def static_dot(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "lig
         box = layout.clusters[cl.id]
         line = th.failed_line if cl.failed else th.cluster_line
         cp = paint.clusters.get(cl.id)
-        g.add_node(pydot.Node(f"c{i}", **_pinned(box), shape="box", label="",
+        g.add_node(pydot.Node(f"c{i}", **_a(**_pinned(box), shape="box", label="",
                               style="rounded,filled,dashed" if cp is not None and cp.dash else "rounded,filled",
                               fillcolor=_colour(th.cluster_fill), color=_colour(cp.line if cp else line),
-                              penwidth=_num(cp.width or 2.5) if cp else (2 if cl.failed else 1)))
+                              penwidth=_num(cp.width or 2.5) if cp else (2 if cl.failed else 1))))
         text = f"{CLOSE_MARK} {cl.label}"
         hx = box[0] + TOGGLE_INSET - 6 + len(text) * HEADER_PT * 0.6 / 2
-        g.add_node(pydot.Node(f"h{i}", pos=f"{_num(hx)},{_num(box[3] - HEADER_OFFSET)}!", shape="plaintext",
+        g.add_node(pydot.Node(f"h{i}", **_a(pos=f"{_num(hx)},{_num(box[3] - HEADER_OFFSET)}!", shape="plaintext",
                               fontsize=_num(HEADER_PT), label=f"<<B>{_h(text)}</B>>",
-                              fontcolor=_colour(th.failed_line if cl.failed else th.font)))
+                              fontcolor=_colour(th.failed_line if cl.failed else th.font))))
     index = {}
     for i, vn in enumerate(vg.nodes):
         index[vn.id] = f"n{i}"
@@ -134,13 +153,13 @@ def static_dot(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "lig
         pen = 1.8 if vn.kind in ("module", "folded") or vn.failed else 1
         if bp is not None and bp.width:
             pen = bp.width
-        g.add_node(pydot.Node(f"n{i}", **_pinned(layout.nodes[vn.id]), shape=shape, style=f"{style}filled",
+        g.add_node(pydot.Node(f"n{i}", **_a(**_pinned(layout.nodes[vn.id]), shape=shape, style=f"{style}filled",
                               peripheries=peri, fillcolor=_colour(fill), color=_colour(line),
-                              fontcolor=_colour(text), penwidth=_num(pen), label=f"<{html_label}>"))
+                              fontcolor=_colour(text), penwidth=_num(pen), label=f"<{html_label}>")))
     if highlight is not None:
         b = layout.nodes.get(highlight) or layout.clusters[highlight]
-        g.add_node(pydot.Node("hl", **_pinned((b[0] - 3, b[1] - 3, b[2] + 3, b[3] + 3)), shape="box",
-                              style="rounded", label="", color=th.highlight, penwidth=3.5))
+        g.add_node(pydot.Node("hl", **_a(**_pinned((b[0] - 3, b[1] - 3, b[2] + 3, b[3] + 3)), shape="box",
+                                    style="rounded", label="", color=th.highlight, penwidth=3.5)))
     kind_of = {n.id: n.kind for n in vg.nodes}
     for e in layout.edges:
         if e.src not in index or e.dst not in index:
@@ -152,9 +171,9 @@ def static_dot(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "lig
         if kind_of.get(e.src) in ("parameter", "constant"):
             attrs["style"] = "dotted"
         if e.label and e.label_pos is not None:
-            attrs["label"] = Quoted(e.label)
+            attrs["label"] = e.label
             attrs["lp"] = f"{_num(e.label_pos[0])},{_num(e.label_pos[1])}"
-        g.add_edge(pydot.Edge(index[e.src], index[e.dst], **attrs))
+        g.add_edge(pydot.Edge(index[e.src], index[e.dst], **_a(**attrs)))
     return g
 
 
