@@ -259,3 +259,12 @@ def test_a_notebook_wide_page_keeps_two_toolbar_rows_and_gives_the_graph_the_wid
         assert page.locator(css_id(aio, "details")).is_visible()
     finally:
         ctx.close()
+
+
+def test_details_write_tensors_one_way_and_tracebacks_without_torch_frames(page: Any, gallery_url: str) -> None:
+    open_demo(page, gallery_url, "broken")
+    text = page.inner_text(css_id(G, "details"))          # the failing op's details, shown at once
+    assert "Traceback" in text and "demos.py" in text and "torch.cat([self.left(x)" in text
+    assert "site-packages/torch" not in text and "inside torch hidden" in text
+    assert "[2×24 float32, 2×8 float32]" in text and "Tensor[" not in text      # args as shapes elsewhere
+    assert "2×24 float32" in text

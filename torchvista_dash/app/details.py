@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from dash import html
@@ -119,13 +120,45 @@ def _costs(trace_id: str, call: ModuleCall) -> list:
     return out
 
 
+_TENSOR_ARG = re.compile(r"Tensor\[([^\]]*)\]")
+_FRAME = re.compile(r'^  File "([^"]*)", line \d+')
+_TORCH_FILE = re.compile(r"[/\\]torch[/\\]")     # a file inside the torch package (site-packages/torch/...)
+
+
+def arg_text(value: str) -> str:
+    """An op argument as the rest of the panel writes tensors (``2×8 float32``, not ``Tensor[2×8 float32]``)."""
+    return _TENSOR_ARG.sub(r"\1", value)
+
+
+def user_traceback(text: str) -> str:
+    """The traceback without frames inside torch (module call plumbing, dispatch modes): the frames left are
+    the user's code down to the failing call, then the exception line; a note says how many were hidden."""
+    lines = text.splitlines()
+    out: list[str] = []
+    hidden = 0
+    skipping = False
+    for line in lines:
+        m = _FRAME.match(line)
+        if m is not None:
+            skipping = bool(_TORCH_FILE.search(m.group(1)))
+            hidden += skipping
+        elif not line.startswith("    "):
+            skipping = False          # the header or the exception line
+        if not skipping:
+            out.append(line)
+    if hidden:
+        out.insert(1 if out and out[0].startswith("Traceback") else 0,
+                   f"  ({hidden} frame{'s' * (hidden != 1)} inside torch hidden)")
+    return "\n".join(out)
+
+
 def _node(graph: Graph, node: Node) -> list:
     rows = [_row("kind", node.kind), _row("id", node.id)]
     if node.parent in graph.call_by_id:
         c = graph.call_by_id[node.parent]
         rows.append(_row("in", f"{c.qualname or '(root)'}: {c.cls}"))
     for k, v in node.args:
-        rows.append(_row(k, v))
+        rows.append(_row(k, arg_text(v)))
     if node.params:
         rows.append(_row("parameters", ", ".join(node.params)))
     rows.append(_row("outputs", ", ".join(meta_text(m) for m in node.outputs) or "—"))
@@ -139,7 +172,7 @@ def _node(graph: Graph, node: Node) -> list:
         message = node.error if err is None or node.error.startswith(err.type) else f"{err.type}: {node.error}"
         out.append(error_text(message, bold=True, className="tvd-error"))
         if err is not None and err.traceback:
-            out.append(html.Pre(err.traceback, style={**MONO, "whiteSpace": "pre-wrap", "maxHeight": "240px",
+            out.append(html.Pre(user_traceback(err.traceback), style={**MONO, "whiteSpace": "pre-wrap", "maxHeight": "240px",
                                                       "overflow": "auto"}))
     return out
 
