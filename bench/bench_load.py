@@ -1,0 +1,412 @@
+"""Load benchmark: N simulated users clicking through a served GPT-2 small trace, against Dash's floor under
+the same load, in one run.
+
+Command (from the repository root):
+    .venv/bin/python bench/bench_load.py [--users 10,30] [--seconds 60] [--think 1.0] [--warmup 5]
+
+- The server is the real CLI in its own process (``python -m torchvista_dash serve gpt2.json --port 0``;
+  GPT-2 small, ``GPT2Model(GPT2Config())``, random weights, 16 tokens), started fresh for each N, so its
+  RSS (``/proc/<pid>/status``) is the server's alone.
+- Each user is a thread with its own HTTP session that replays what a browser sends (bench/dash_client.py):
+  the page's layout, then, per click, the graph callback and the details callback, with ``--think`` seconds
+  (±40 %, seeded per user) between clicks. A user opens a random collapsed module (or folded run) drawn in
+  its current figure, or, with six or more open, closes a random open one: a person exploring the model.
+- Per-user state checks (no cross-talk): every store carries the user's own nonce; the returned store must
+  hold it, must be this user's previous state plus the toggled module (or minus it, when closing), and the
+  returned figure must draw the clicked id. Any failure, HTTP error or timeout is counted as an error.
+- "New views" is the share of measured clicks whose view no user had reached before in that phase: each is
+  a layout and a figure to compute (unless the background precompute got there first); the rest are cache
+  hits, ideally.
+- Latency is the graph callback's round trip (click → new figure received), p50/p95/p99 over the measured
+  clicks (after ``--warmup`` clicks per user). RSS is sampled every 250 clicks after warm-up; "RSS per 1,000
+  clicks" is the least-squares slope over those samples.
+- Dash's floor: the same users, think time and duration against a Dash app whose callback returns a new
+  two-point figure per click (bench_dash_floor.py's app), served the same way. Ratios are ours / floor.
+Everything is bounded in time: each phase ends after ``--seconds``, each request after 60 s.
+Writes bench/results/load.md and prints it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.dash_client import DashClient, find_store, graph_id, id_key  # noqa: E402
+
+AIO = "main"
+MAX_OPEN = 6
+RSS_EVERY = 250
+
+
+# ---- servers in their own processes -------------------------------------------------------------
+def spawn(args: list[str], cwd: Path) -> tuple[subprocess.Popen[str], str]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    deadline = time.time() + 120
+    assert proc.stdout is not None
+    while time.time() < deadline:
+        line = proc.stdout.readline()
+        if "serving on " in line:
+            return proc, line.split("serving on ")[1].split()[0]
+        if proc.poll() is not None:
+            break
+    proc.kill()
+    raise RuntimeError(f"{args} never printed its URL")
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def serve_floor() -> None:
+    """The floor app (run as ``bench_load.py --serve-floor``): one dcc.Graph, a new two-point figure per click."""
+    import logging
+
+    import dash
+    import plotly.graph_objects as go
+    from dash import dcc, html
+    from werkzeug.serving import make_server
+
+    app = dash.Dash("dash_floor_load")
+
+    def figure(k: int) -> go.Figure:
+        return go.Figure(go.Scatter(x=[0, 1], y=[0, 1], mode="markers", customdata=[k, k]))
+
+    app.layout = html.Div([dcc.Graph(id="g", figure=figure(0))])
+
+    @app.callback(dash.Output("g", "figure"), dash.Input("g", "clickData"), prevent_initial_call=True)
+    def flip(click: dict) -> go.Figure:
+        return figure(1 - int(click["points"][0]["customdata"]))
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    srv = make_server("127.0.0.1", 0, app.server, threaded=True)
+    print(f"serving on http://127.0.0.1:{srv.server_port}/", flush=True)
+    srv.serve_forever()
+
+
+# ---- one simulated user -------------------------------------------------------------------------
+@dataclass
+class Stats:
+    click_ms: list[float] = field(default_factory=list)
+    details_ms: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    clicks: int = 0
+    new_views: int = 0      # measured clicks whose view no user had asked for before (a layout to compute)
+
+
+_seen: set[tuple[frozenset[str], frozenset[str]]] = set()
+_seen_lock = threading.Lock()
+
+
+def first_time(store: dict[str, Any]) -> bool:
+    key = (frozenset(store["expanded"]), frozenset(store["unfolded"]) | frozenset(store.get("pinned", ())))
+    with _seen_lock:
+        new = key not in _seen
+        _seen.add(key)
+        return new
+
+
+def customdata_ids(figure: dict[str, Any]) -> set[str]:
+    out: set[str] = set()
+    for t in figure.get("data", []):
+        for c in t.get("customdata") or []:
+            c = c[0] if isinstance(c, list) and c else c
+            if isinstance(c, str):
+                out.add(c)
+    return out
+
+
+def check(old: dict[str, Any], new: dict[str, Any], vid: str, opening: bool, nonce: str,
+          figure: dict[str, Any] | None) -> str | None:
+    """What is wrong with the answer to this user's click, or None."""
+    if new.get("bench_user") != nonce:
+        return f"cross-talk: the store came back with {new.get('bench_user')!r}, not this user's {nonce!r}"
+    if new.get("trace") != old.get("trace"):
+        return "the store changed trace"
+    before, after = set(old["expanded"]), set(new["expanded"])
+    if vid.startswith("fold:"):
+        if set(new["unfolded"]) == set(old["unfolded"]):
+            return f"unfolding {vid} changed nothing"
+    elif opening and not (before | {vid}) <= after:
+        return f"opening {vid}: {sorted(before | {vid} - after)} missing from the new state"
+    elif not opening and (vid in after or not after <= before):
+        return f"closing {vid}: the new state is not the old one without it"
+    if figure is not None and vid not in customdata_ids(figure) and not vid.startswith("fold:"):
+        return f"the new figure does not draw {vid}"
+    return None
+
+
+def user(url: str, index: int, think: float, warmup: int, stop_at: float, measured: threading.Event,
+         stats: Stats, rss_tick: Any) -> None:
+    rng = random.Random(1000 + index)
+    nonce = f"u{index}-{uuid.uuid4().hex[:8]}"
+    try:
+        client = DashClient(url)
+        layout = client.layout()
+        store = find_store(layout, AIO)
+        figure = _find_figure(layout)
+    except Exception as exc:  # noqa: BLE001 - counted
+        stats.errors.append(f"page load: {type(exc).__name__}: {exc}")
+        return
+    if store is None or figure is None:
+        stats.errors.append("page load: no ModelGraph store or figure in the layout")
+        return
+    store = {**store, "bench_user": nonce}
+    done = 0
+    while time.monotonic() < stop_at:
+        time.sleep(think * rng.uniform(0.6, 1.4))
+        if time.monotonic() >= stop_at:
+            break
+        drawn = customdata_ids(figure)
+        expanded = set(store["expanded"])
+        openable = sorted(i for i in drawn if (i.startswith("mod:") or i.startswith("fold:")) and i not in expanded)
+        closable = sorted(i for i in expanded if i != "mod:(root)" and i in drawn)
+        opening = bool(openable) and (len(expanded) < MAX_OPEN or not closable)
+        if not opening and not closable:
+            continue
+        vid = rng.choice(openable if opening else closable)
+        click = {"points": [{"customdata": vid}]}
+        t0 = time.perf_counter()
+        try:
+            r = client.call('"graph"}.figure', AIO, {"graph.clickData": click, "store.data": store}, "graph.clickData")
+            ms = (time.perf_counter() - t0) * 1000
+            r.raise_for_status()
+            out = r.json()["response"]
+            new_store = out[id_key(graph_id(AIO, "store"))]["data"]
+            new_fig = out.get(id_key(graph_id(AIO, "graph")), {}).get("figure")
+            full = isinstance(new_fig, dict) and "data" in new_fig
+            problem = check(store, new_store, vid, opening, nonce, new_fig if full else None)
+            t1 = time.perf_counter()
+            d = client.call('"details"}.children', AIO, {"graph.clickData": click, "store.data": new_store},
+                            "graph.clickData")
+            d_ms = (time.perf_counter() - t1) * 1000
+            d.raise_for_status()
+        except Exception as exc:  # noqa: BLE001 - counted
+            if measured.is_set():
+                stats.errors.append(f"{vid}: {type(exc).__name__}: {str(exc)[:200]}")
+            continue
+        done += 1
+        if problem is not None:
+            stats.errors.append(problem)
+        store = new_store
+        new_view = first_time(store)
+        if full:
+            figure = new_fig
+        if done > warmup and measured.is_set():
+            stats.new_views += new_view
+            stats.click_ms.append(ms)
+            stats.details_ms.append(d_ms)
+            stats.clicks += 1
+            rss_tick()
+
+
+def _find_figure(node: Any) -> dict[str, Any] | None:
+    if isinstance(node, dict):
+        props = node.get("props")
+        if isinstance(props, dict) and props.get("id") == graph_id(AIO, "graph"):
+            return props.get("figure")
+        for v in node.values():
+            f = _find_figure(v)
+            if f is not None:
+                return f
+    elif isinstance(node, list):
+        for v in node:
+            f = _find_figure(v)
+            if f is not None:
+                return f
+    return None
+
+
+def floor_user(url: str, index: int, think: float, stop_at: float, measured: threading.Event, stats: Stats) -> None:
+    rng = random.Random(2000 + index)
+    http = requests.Session()
+    k = 0
+    while time.monotonic() < stop_at:
+        time.sleep(think * rng.uniform(0.6, 1.4))
+        if time.monotonic() >= stop_at:
+            break
+        body = {"output": "g.figure", "outputs": {"id": "g", "property": "figure"},
+                "inputs": [{"id": "g", "property": "clickData", "value": {"points": [{"customdata": k}]}}],
+                "changedPropIds": ["g.clickData"], "state": []}
+        t0 = time.perf_counter()
+        try:
+            r = http.post(url + "_dash-update-component", json=body, timeout=60)
+            ms = (time.perf_counter() - t0) * 1000
+            r.raise_for_status()
+            k = int(r.json()["response"]["g"]["figure"]["data"][0]["customdata"][0])
+        except Exception as exc:  # noqa: BLE001 - counted
+            if measured.is_set():
+                stats.errors.append(f"floor: {type(exc).__name__}: {exc}")
+            continue
+        if measured.is_set():
+            stats.click_ms.append(ms)
+            stats.clicks += 1
+
+
+# ---- phases -------------------------------------------------------------------------------------
+def run_ours(trace_file: Path, users: int, seconds: float, think: float, warmup: int) -> dict[str, Any]:
+    proc, url = spawn(["-m", "torchvista_dash", "serve", str(trace_file), "--port", "0"], trace_file.parent)
+    _seen.clear()
+    try:
+        requests.get(url, timeout=60).raise_for_status()
+        warm_s = warmup * (think + 0.5) + 5
+        stop_at = time.monotonic() + warm_s + seconds
+        measured = threading.Event()
+        per_user = [Stats() for _ in range(users)]
+        samples: list[tuple[int, float]] = []
+        lock = threading.Lock()
+        total = [0]
+
+        def tick() -> None:
+            with lock:
+                total[0] += 1
+                if total[0] % RSS_EVERY == 0:
+                    samples.append((total[0], rss_mb(proc.pid)))
+
+        threads = [threading.Thread(target=user, args=(url, i, think, warmup, stop_at, measured, per_user[i], tick),
+                                    daemon=True) for i in range(users)]
+        for t in threads:
+            t.start()
+        time.sleep(warm_s)
+        samples.append((0, rss_mb(proc.pid)))
+        measured.set()
+        for t in threads:
+            t.join(timeout=seconds + 180)
+        samples.append((total[0], rss_mb(proc.pid)))
+        return summarise(per_user, samples, seconds)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def run_floor(users: int, seconds: float, think: float) -> dict[str, Any]:
+    proc, url = spawn([str(Path(__file__).resolve()), "--serve-floor"], ROOT)
+    try:
+        measured = threading.Event()
+        per_user = [Stats() for _ in range(users)]
+        warm_s = 3.0
+        stop_at = time.monotonic() + warm_s + seconds
+        threads = [threading.Thread(target=floor_user, args=(url, i, think, stop_at, measured, per_user[i]),
+                                    daemon=True) for i in range(users)]
+        for t in threads:
+            t.start()
+        time.sleep(warm_s)
+        measured.set()
+        for t in threads:
+            t.join(timeout=seconds + 120)
+        return summarise(per_user, [], seconds)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def pct(xs: list[float], q: float) -> float:
+    if not xs:
+        return float("nan")
+    s = sorted(xs)
+    return s[min(len(s) - 1, max(0, round(q / 100 * (len(s) - 1))))]
+
+
+def summarise(per_user: list[Stats], samples: list[tuple[int, float]], seconds: float) -> dict[str, Any]:
+    ms = [x for s in per_user for x in s.click_ms]
+    det = [x for s in per_user for x in s.details_ms]
+    errors = [e for s in per_user for e in s.errors]
+    slope = float("nan")
+    if len(samples) >= 2 and samples[-1][0] > samples[0][0]:
+        xs, ys = [a for a, _ in samples], [b for _, b in samples]
+        mx, my = statistics.fmean(xs), statistics.fmean(ys)
+        den = sum((x - mx) ** 2 for x in xs)
+        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / den * 1000 if den else float("nan")
+    new = sum(s.new_views for s in per_user)
+    return {"clicks": len(ms), "rate": len(ms) / seconds, "errors": errors, "new": new / len(ms) if ms else 0.0, "p50": pct(ms, 50), "p95": pct(ms, 95),
+            "p99": pct(ms, 99), "details_p50": pct(det, 50),
+            "rss_start": samples[0][1] if samples else float("nan"),
+            "rss_end": samples[-1][1] if samples else float("nan"), "rss_per_1000": slope}
+
+
+def build_trace(folder: Path) -> Path:
+    import torch
+    from transformers import GPT2Config, GPT2Model
+
+    from torchvista_dash import trace_model
+
+    torch.manual_seed(0)
+    ids = torch.randint(0, 1000, (1, 16), generator=torch.Generator().manual_seed(0))
+    path = folder / "gpt2.json"
+    trace_model(GPT2Model(GPT2Config()).eval(), ids, name="GPT-2 small").save(path)
+    return path
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--users", default="10,30")
+    ap.add_argument("--seconds", type=float, default=60.0, help="measured seconds per phase")
+    ap.add_argument("--think", type=float, default=1.0, help="mean seconds between one user's clicks")
+    ap.add_argument("--warmup", type=int, default=5, help="clicks per user before measuring")
+    ap.add_argument("--serve-floor", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "load.md"))
+    ns = ap.parse_args()
+    if ns.serve_floor:
+        serve_floor()
+        return 0
+    counts = [int(u) for u in ns.users.split(",") if u.strip()]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        trace_file = build_trace(Path(tmp))
+        for n in counts:
+            print(f"-- {n} users: ours", flush=True)
+            ours = run_ours(trace_file, n, ns.seconds, ns.think, ns.warmup)
+            print(f"-- {n} users: Dash floor", flush=True)
+            floor = run_floor(n, ns.seconds, ns.think)
+            rows.append((n, ours, floor))
+    cmd = (f".venv/bin/python bench/bench_load.py --users {ns.users} --seconds {ns.seconds:g} --think {ns.think:g} "
+           f"--warmup {ns.warmup}")
+    lines = [
+        "# Load: simulated users clicking a served GPT-2 small trace",
+        "",
+        f"Command: `{cmd}`  ",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
+        "server and users on the same machine (the users' threads share its cores).",
+        "",
+        "| users | clicks measured (per s) | new views | errors | click p50 / p95 / p99 (ms) | Dash floor p50 / p95 (ms) "
+        "| ours / floor, p50 · p95 | details p50 (ms) | server RSS after warm-up → end (MB) | RSS per 1,000 clicks (MB) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for n, o, f in rows:
+        lines.append(
+            f"| {n} | {o['clicks']} ({o['rate']:.1f}) | {o['new']:.0%} | {len(o['errors'])} | {o['p50']:.0f} / {o['p95']:.0f} / "
+            f"{o['p99']:.0f} | {f['p50']:.0f} / {f['p95']:.0f} | {o['p50'] / f['p50']:.1f}× · "
+            f"{o['p95'] / f['p95']:.1f}× | {o['details_p50']:.0f} | {o['rss_start']:.0f} → {o['rss_end']:.0f} | "
+            f"{o['rss_per_1000']:+.1f} |")
+    errs = [e for _, o, f in rows for e in o["errors"] + f["errors"]]
+    if errs:
+        lines += ["", "First errors:", *[f"- {e}" for e in errs[:10]]]
+    text = "\n".join(lines) + "\n"
+    Path(ns.out).write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
