@@ -130,3 +130,20 @@ def test_a_run_that_waits_too_long_for_a_core_says_graphviz_is_busy(monkeypatch:
             pass
     release.set()
     holder.join(timeout=10)
+
+
+def test_a_big_run_that_has_waited_long_goes_before_new_small_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(run.JOBS_ENV, "1")
+    slots, order, first, rest = run.Slots(), [], threading.Event(), threading.Event()
+    slots.AGE_S = 0.3
+    holders = [_holder(slots, 100, order, "running", first)]
+    _wait_for(lambda: order == ["running"])
+    holders.append(_holder(slots, run.HEAVY_BYTES * 2, order, "big", rest))
+    time.sleep(0.5)                                             # the big one has waited past AGE_S
+    holders.append(_holder(slots, 100, order, "small", rest))
+    time.sleep(0.1)
+    first.set()
+    rest.set()
+    for t in holders:
+        t.join(timeout=10)
+    assert order == ["running", "big", "small"]

@@ -105,18 +105,27 @@ def background() -> Iterator[None]:
 class Slots:
     """Admission to the cores: at most ``max_jobs()`` runs at once. Waiting runs go in order of (background,
     size, arrival), and big runs (``HEAVY_BYTES`` of DOT and more) hold at most all slots but one, so a small
-    layout (a click on a small model, a collapsed view) never waits behind big ones."""
+    layout (a click on a small model, a collapsed view) never waits behind big ones. A run that has waited
+    ``AGE_S`` goes before the ones that have not, by arrival, so a stream of small ones never starves a big one."""
+
+    AGE_S = 2.0
 
     def __init__(self) -> None:
         self._cv = threading.Condition()
         self._busy = self._heavy = 0
-        self._waiting: list[tuple[bool, int, int]] = []
+        self._waiting: list[tuple[bool, int, int, float]] = []     # (background, size, arrival number, since)
         self._seq = 0
         self.stats = {"runs": 0, "waited": 0, "max_busy": 0}
 
-    def _may_go(self, ticket: tuple[bool, int, int], limit: int) -> bool:
+    def _may_go(self, ticket: tuple[bool, int, int, float], limit: int) -> bool:
         heavy_limit = max(1, limit - 1)
-        for t in sorted(self._waiting):
+        now = time.monotonic()
+
+        def order(t: tuple[bool, int, int, float]) -> tuple[bool, bool, int, int]:
+            fresh = now - t[3] < self.AGE_S
+            return (t[0], fresh, t[1] if fresh else 0, t[2])
+
+        for t in sorted(self._waiting, key=order):
             if self._busy < limit and (t[1] < HEAVY_BYTES or self._heavy < heavy_limit):
                 return t == ticket          # the first waiter that can run now is the one to go
         return False
@@ -128,7 +137,7 @@ class Slots:
         heavy = size >= HEAVY_BYTES
         with self._cv:
             self._seq += 1
-            ticket = (bool(getattr(_background, "on", False)), size, self._seq)
+            ticket = (bool(getattr(_background, "on", False)), size, self._seq, time.monotonic())
             self._waiting.append(ticket)
             deadline = time.monotonic() + timeout
             try:
