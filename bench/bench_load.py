@@ -193,6 +193,9 @@ def user(url: str, index: int, think: float, warmup: int, stop_at: float, measur
             ms = (time.perf_counter() - t0) * 1000
             r.raise_for_status()
             out = r.json()["response"]
+            if id_key(graph_id(AIO, "store")) not in out:     # the callback said what went wrong in the notes
+                notes = out.get(id_key(graph_id(AIO, "notes")), {}).get("children")
+                raise RuntimeError(f"no new state; the page says: {str(notes)[:300]}")
             new_store = out[id_key(graph_id(AIO, "store"))]["data"]
             new_fig = out.get(id_key(graph_id(AIO, "graph")), {}).get("figure")
             full = isinstance(new_fig, dict) and "data" in new_fig

@@ -18,6 +18,7 @@ BENCHMARKS = [
     ("app", ["bench_app.py"]),
     ("dash_floor", ["bench_dash_floor.py"]),
     ("diff", ["bench_diff.py"]),
+    ("load", ["bench_load.py"]),
 ]
 
 
