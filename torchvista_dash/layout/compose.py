@@ -23,7 +23,7 @@ from ..view_types import VisibleGraph
 from .dot import EDGE_FONT_SIZE, text_width
 from .piecedot import PieceLayout, layout_pieces
 from .pieces import HEADER, MARGIN, Fields, Plan, Size, cluster_size, node_sizes, plan
-from .run import DEFAULT_TIMEOUT, GraphvizError
+from .run import GraphvizError, timeout_seconds
 from .trivial import lay_out_single
 from .types import Box, EdgePath, Layout, Point
 
@@ -72,7 +72,7 @@ def _store(new: dict[tuple, PieceLayout], runs: int) -> None:
 def compose_layout(vg: VisibleGraph, rankdir: str = "TB", *, timeout: float | None = None,
                    progress: Progress | None = None) -> Layout:
     """The Layout of ``vg`` laid out piece by piece (see the module docstring)."""
-    budget = DEFAULT_TIMEOUT if timeout is None else float(timeout)
+    budget = timeout_seconds(timeout)     # $TVD_DOT_TIMEOUT when not given, checked here
     deadline = time.monotonic() + budget
     pl = plan(vg)
     sizes: dict[str, Size] = node_sizes(vg)

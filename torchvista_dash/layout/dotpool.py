@@ -16,7 +16,7 @@ import subprocess
 import threading
 import time
 
-from .run import _CAN_PUMP, DotRun, GraphvizError, GraphvizNotFound, find_dot
+from .run import _CAN_PUMP, DotRun, GraphvizError, GraphvizNotFound, find_dot, slots
 
 try:
     import fcntl
@@ -131,7 +131,8 @@ def run_graphs(fmt: str, graphs: list[str], timeout: float) -> list[bytes]:
         server = idle.pop() if idle else None
     if server is None or not server.alive():
         server = DotServer(fmt)
-    docs = server.lay_out(graphs, timeout)      # kills the process on any failure
+    with slots.hold(sum(len(g) for g in graphs), timeout):   # the cores' admission (run.py), as for DotRun
+        docs = server.lay_out(graphs, timeout)      # kills the process on any failure
     with _lock:
         if server.alive() and len(_idle[fmt]) < KEEP_IDLE:
             _idle[fmt].append(server)
