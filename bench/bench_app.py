@@ -56,6 +56,8 @@ OURS_XY = """(a) => { const gd = document.getElementById(a[0]).querySelector('.j
   const fl = gd._fullLayout, r = gd.getBoundingClientRect();
   const y = t.base ? t.base[i] + t.y[i] / 2 : t.y[i];
   return [r.left + fl._size.l + fl.xaxis.l2p(t.x[i]), r.top + fl._size.t + fl.yaxis.l2p(y)]; }"""
+OURS_IDS = """(a) => { const gd = document.getElementById(a[0]).querySelector('.js-plotly-plot');
+  const t = (gd.data || []).find(t => t.name === a[1]); return t ? Array.from(t.customdata || []) : []; }"""
 OURS_HOVERED = """(a) => { const gd = document.getElementById(a[0]).querySelector('.js-plotly-plot');
   return (gd._hoverdata || []).some(p => p.customdata === a[1]); }"""
 # when the first picture (the server-drawn SVG in the page's HTML, app/firstpaint.py) was painted: the element
@@ -82,11 +84,14 @@ TV_CLUSTER_OPEN = """(a) => { const uid = document.querySelector('[id^="graph_"]
   return open === a[1]; }"""
 
 
-def build(name: str) -> tuple[Any, Any, str, list[str], list[str]]:
-    """(model, input ids, title, our click path, torchvista's click path): the path's last item is timed.
+def build(name: str) -> tuple[Any, Any, str, list[str], list[str], int | None]:
+    """(model, input ids, title, our click path, torchvista's click path, our depth): the path's last item is
+    timed.
 
     The timed module is one torchvista's default view shows collapsed (GPT-2: the first block's attention,
-    BERT: the first encoder layer); ours opens at depth 2, which shows the same level."""
+    BERT: the first encoder layer); ours opens at depth 2, which shows the same level. Llama (6 layers, a
+    transformers config, every op: about 400 boxes): ours starts with every op drawn and times closing and
+    reopening the first decoder layer; torchvista times expanding its first decoder layer."""
     import torch
 
     torch.manual_seed(0)
@@ -94,27 +99,35 @@ def build(name: str) -> tuple[Any, Any, str, list[str], list[str]]:
     if name == "gpt2":
         from transformers import GPT2Config, GPT2Model
 
-        return GPT2Model(GPT2Config()).eval(), ids, "GPT-2 small", ["mod:h.0.attn"], ["GPT2Attention"]
+        return GPT2Model(GPT2Config()).eval(), ids, "GPT-2 small", ["mod:h.0.attn"], ["GPT2Attention"], 2
+    if name == "llama6":
+        from transformers import LlamaConfig, LlamaModel
+
+        cfg = LlamaConfig(num_hidden_layers=6, hidden_size=256, intermediate_size=512, num_attention_heads=4,
+                          num_key_value_heads=2, vocab_size=1000)
+        return (LlamaModel(cfg).eval(), ids, "Llama 6 layers, every op", ["mod:layers.0"], ["LlamaDecoderLayer"],
+                None)
     from transformers import BertConfig, BertModel
 
-    return BertModel(BertConfig()).eval(), ids, "BERT base", ["mod:encoder.layer.0"], ["BertLayer"]
+    return BertModel(BertConfig()).eval(), ids, "BERT base", ["mod:encoder.layer.0"], ["BertLayer"], 2
 
 
 # ---- ours ----------------------------------------------------------------------------------
-def ours(browser: Any, trace: Any, path: list[str], loads: int, clicks: int) -> dict[str, Any]:
+def ours(browser: Any, trace: Any, path: list[str], loads: int, clicks: int, depth: int | None = 2
+         ) -> dict[str, Any]:
     from torchvista_dash.app.server import BackgroundServer, make_app
     from torchvista_dash.layout import clear_cache
 
     clear_cache()
-    srv = BackgroundServer(make_app([trace], fold_repeats=False, depth=2))
-    plain = BackgroundServer(make_app([trace], fold_repeats=False, depth=2, first_picture=False))
+    srv = BackgroundServer(make_app([trace], fold_repeats=False, depth=depth))
+    plain = BackgroundServer(make_app([trace], fold_repeats=False, depth=depth, first_picture=False))
     url = srv.url
     try:
         draws, pictures, without = [], [], []
         for i in range(loads + 1):
             ctx = browser.new_context(viewport={"width": 1400, "height": 900})
             page = ctx.new_page()
-            page.goto(url, wait_until="commit")
+            page.goto(url, wait_until="commit", timeout=TIMEOUT_MS)
             page.wait_for_function(OURS_DRAWN, arg=_dom("main"), polling="raf", timeout=TIMEOUT_MS)
             draws.append(page.evaluate("performance.now()"))
             pictures.append(page.evaluate(OURS_PICTURE))
@@ -122,18 +135,20 @@ def ours(browser: Any, trace: Any, path: list[str], loads: int, clicks: int) -> 
             if i:   # the same page without the first picture, loaded in turn: what the picture costs
                 ctx = browser.new_context(viewport={"width": 1400, "height": 900})
                 page = ctx.new_page()
-                page.goto(plain.url, wait_until="commit")
+                page.goto(plain.url, wait_until="commit", timeout=TIMEOUT_MS)
                 page.wait_for_function(OURS_DRAWN, arg=_dom("main"), polling="raf", timeout=TIMEOUT_MS)
                 without.append(page.evaluate("performance.now()"))
                 ctx.close()
         ctx = browser.new_context(viewport={"width": 1400, "height": 900})
         page = ctx.new_page()
-        page.goto(url)
+        page.goto(url, timeout=TIMEOUT_MS)
         page.wait_for_function(OURS_DRAWN, arg=_dom("main"), polling="raf", timeout=TIMEOUT_MS)
         for vid in path[:-1]:
             _ours_click(page, vid, "nodes:labels", "clusters:headers", True)
         target = path[-1]
         opens, closes = [], []
+        if target in page.evaluate(OURS_IDS, [_dom("main"), "clusters:headers"]):   # drawn open: close it first
+            _ours_click(page, target, "clusters:headers", "clusters:headers", False)
         try:
             for _ in range(clicks):
                 opens.append(_ours_click(page, target, "nodes:labels", "clusters:headers", True))
@@ -265,9 +280,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmpdir, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
         for name in args.models.split(","):
-            model, ids, title, our_path, tv_path = build(name)
+            model, ids, title, our_path, tv_path, depth = build(name)
             trace = trace_model(model, ids, name=title)
-            o = ours(browser, trace, our_path, args.loads, args.clicks)
+            o = ours(browser, trace, our_path, args.loads, args.clicks, depth)
             t = torchvista_times(browser, model, ids, tv_path, Path(tmpdir), args.loads, args.clicks)
             rows.append((title, trace.graph.op_count, o, t))
             print(f"{title}: ours {o}  torchvista {t}", file=sys.stderr, flush=True)

@@ -9,12 +9,14 @@ All in one run, same machine, same browser (Debian chromium driven by Playwright
      bytes per node, and the same for the naive figure DESIGN.md warns about (one layout shape + one
      annotation per node) as the peer ratio.
   2. Browser side, each as a standalone HTML (plotly.js embedded): time from navigation to the first drawn
-     figure, and the median time of a zoom relayout (``Plotly.relayout`` of both axis ranges, until the next
-     animation frame), for our SVG Scatter figure, the same figure with ``webgl=True`` (boxes/edges as
-     scattergl) and the naive shapes+annotations figure.
-  3. Real model: GPT-2 (2 layers, 64 wide, random weights): our HTML export (depth=1 and every op) against
-     torchvista's own HTML export of the same model and input, opened in the same browser; plus the
-     build time of the every-op figure as a ratio of its Graphviz layout time.
+     figure, and the median time of a zoom step and of a pan step (``Plotly.relayout`` of both axis ranges,
+     until the frame after it has painted), for our figure (the picture: one SVG layout image under invisible
+     box targets), for the way the issue's option (a) would do it (plotly text labels, re-sized after each
+     zoom: the relayout plus the ``textfont.size`` restyle that the server's Patch would cause; add Dash's
+     round trip from bench/results/dash_floor.md), and for the naive shapes+annotations figure.
+  3. Real models (GPT-2 small, a 6-layer Llama from a transformers config; random weights): our HTML export
+     (every op) against torchvista's own HTML export of the same model and input, opened in the same browser;
+     plus the build time of the every-op figure as a ratio of its Graphviz layout time.
 Writes bench/results/render.md and prints it.
 """
 
@@ -46,22 +48,54 @@ RESULTS = ROOT / "bench" / "results" / "render.md"
 COMMAND = ".venv/bin/python bench/bench_render.py"
 
 FIRST_DRAW_OURS = """() => { const gd = document.getElementById('%s');
-  return !!(gd && gd._fullLayout && gd._fullLayout._size && gd.querySelector('.textpoint, .annotation, canvas')); }"""
+  return !!(gd && gd._fullLayout && gd._fullLayout._size && gd.querySelector('.imagelayer image, .textpoint, .annotation')); }"""
 FIRST_DRAW_EMPTY = """() => { const gd = document.getElementById('%s');
   return !!(gd && gd._fullLayout && gd._fullLayout._size); }"""
 FIRST_DRAW_TV = """() => { const s = document.querySelector('[id^="graph_"] svg');
   return !!(s && s.querySelectorAll('text').length > 5); }"""
-ZOOM = """async (id) => { const gd = document.getElementById(id); const xr = gd._fullLayout.xaxis.range.slice();
-  const yr = gd._fullLayout.yaxis.range.slice(); const times = [];
+# One zoom (or pan) step: relayout, then (option (a) only) the label re-size the server would send, then wait
+# until the frame after it has painted. Median of 6 (in and out alternately, or right and back).
+STEP = """async (a) => { const [id, kind, resize] = a; const gd = document.getElementById(id);
+  const xr = gd._fullLayout.xaxis.range.slice(), yr = gd._fullLayout.yaxis.range.slice(); const times = [];
+  const base = resize ? gd.data.filter(t => t.mode === 'text').map(t => t.textfont.size) : [];
+  const idx = resize ? gd.data.map((t, i) => t.mode === 'text' ? i : -1).filter(i => i >= 0) : [];
   for (let i = 0; i < 6; i++) {
-    const f = i % 2 ? 1.0 : 0.5; const cx = (xr[0] + xr[1]) / 2, cy = (yr[0] + yr[1]) / 2;
+    const f = kind === 'zoom' ? (i % 2 ? 1.0 : 0.5) : 1.0; const shift = kind === 'pan' ? (i % 2 ? 0 : 0.2) : 0;
+    const cx = (xr[0] + xr[1]) / 2 + shift * (xr[1] - xr[0]), cy = (yr[0] + yr[1]) / 2;
     const hx = (xr[1] - xr[0]) * f / 2, hy = (yr[1] - yr[0]) * f / 2;
     const t0 = performance.now();
     await Plotly.relayout(gd, {'xaxis.range': [cx - hx, cx + hx], 'yaxis.range': [cy - hy, cy + hy]});
-    await new Promise((r) => requestAnimationFrame(() => r()));
+    if (resize && idx.length) await Plotly.restyle(gd, {'textfont.size': base.map(s => s / f)}, idx);
+    await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
     times.push(performance.now() - t0);
   }
   times.sort((a, b) => a - b); return times[Math.floor(times.length / 2)]; }"""
+
+
+def text_figure(n: int) -> go.Figure:
+    """Option (a) of the issue, what this package drew before the picture: boxes as one filled path, labels as
+    one plotly text trace (fixed pixel size, so a zoom must re-size them: the server's Patch)."""
+    _, vg, lay = grid_case(n)
+    xs: list = []
+    ys: list = []
+    for v in vg.nodes:
+        x0, y0, x1, y1 = lay.nodes[v.id]
+        xs += [x0, x1, x1, x0, x0, None]
+        ys += [y0, y0, y1, y1, y0, None]
+    ex: list = []
+    ey: list = []
+    for e in lay.edges:
+        ex += [p[0] for p in e.points] + [None]
+        ey += [p[1] for p in e.points] + [None]
+    centres = [lay.nodes[v.id] for v in vg.nodes]
+    return go.Figure(
+        data=[go.Scatter(x=ex, y=ey, mode="lines", hoverinfo="skip"),
+              go.Scatter(x=xs, y=ys, mode="lines", fill="toself", hoverinfo="skip"),
+              go.Scatter(x=[(b[0] + b[2]) / 2 for b in centres], y=[(b[1] + b[3]) / 2 for b in centres],
+                         mode="text", text=[v.label for v in vg.nodes], textfont={"size": 11},
+                         customdata=[v.id for v in vg.nodes])],
+        layout={"showlegend": False, "template": "plotly_white", "xaxis": {"visible": False},
+                "yaxis": {"visible": False, "scaleanchor": "x"}})
 
 
 def naive_figure(n: int) -> go.Figure:
@@ -105,23 +139,30 @@ def write_html(fig: go.Figure, path: Path) -> Path:
     return path
 
 
-def browser_times(browser: Any, path: Path, repeat: int, ours: bool | None = True) -> tuple[float, float | None]:
-    """(median ms to first draw, median ms per zoom relayout) of a standalone HTML file.
+def browser_times(browser: Any, path: Path, repeat: int, ours: bool | None = True, resize: bool = False
+                  ) -> tuple[float, float | None, float | None]:
+    """(median ms to first draw, median ms per zoom step, per pan step) of a standalone HTML file.
 
-    ``ours``: True for our figures, False for torchvista's page, None for a figure with nothing in it."""
+    ``ours``: True for plotly figures, False for torchvista's page, None for a figure with nothing in it;
+    ``resize``: each step also re-sizes the text traces (option (a))."""
     draws = []
-    zoom = None
+    zoom = pan = None
     for i in range(repeat):
         ctx = browser.new_context(viewport={"width": 1400, "height": 900})
         page = ctx.new_page()
-        page.goto(path.as_uri(), wait_until="commit")
+        page.goto(path.as_uri(), wait_until="commit", timeout=180000)
         ready = {True: FIRST_DRAW_OURS % DIV, False: FIRST_DRAW_TV, None: FIRST_DRAW_EMPTY % DIV}[ours]
-        page.wait_for_function(ready, polling="raf", timeout=120000)
+        page.wait_for_function(ready, polling="raf", timeout=180000)
         draws.append(page.evaluate("performance.now()"))
         if ours and i == 0:
-            zoom = page.evaluate(ZOOM, DIV)
+            zoom = page.evaluate(STEP, [DIV, "zoom", resize])
+            pan = page.evaluate(STEP, [DIV, "pan", resize])
         ctx.close()
-    return statistics.median(draws), zoom
+    return statistics.median(draws), zoom, pan
+
+
+def _ms(v: float | None) -> str:
+    return "—" if v is None else f"{v:.0f}"
 
 
 def gpt2_rows(browser: Any, tmp: Path, repeat: int) -> list[list[str]]:
@@ -133,14 +174,18 @@ def gpt2_rows(browser: Any, tmp: Path, repeat: int) -> list[list[str]]:
     from torchvista_dash.layout import clear_cache
 
     rows = []
-    configs = [("GPT-2 2×64", GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=1000, n_positions=64)),
-               ("GPT-2 small", GPT2Config(vocab_size=1000, n_positions=64))]
-    for mname, cfg in configs:
+    from transformers import LlamaConfig, LlamaModel
+
+    configs = [("GPT-2 small", lambda: GPT2Model(GPT2Config(vocab_size=1000, n_positions=64))),
+               ("Llama 6 layers", lambda: LlamaModel(LlamaConfig(
+                   num_hidden_layers=6, hidden_size=256, intermediate_size=512, num_attention_heads=4,
+                   num_key_value_heads=2, vocab_size=1000)))]
+    for mname, make in configs:
         torch.manual_seed(0)
-        model = GPT2Model(cfg).eval()
+        model = make().eval()
         ids = torch.randint(0, 1000, (1, 16))
         t = trace_model(model, (ids,))
-        views = [({"depth": 1}, "depth=1"), ({"depth": None, "fold_repeats": False}, "every op")]
+        views = [({"depth": None, "fold_repeats": False}, "every op")]
         for opts, label in views:
             vg = t.view(**opts)
 
@@ -152,17 +197,17 @@ def gpt2_rows(browser: Any, tmp: Path, repeat: int) -> list[list[str]]:
             fig_ms, fig = timed(lambda vg=vg, layout=layout, g=t.graph: make_figure(g, vg, layout), repeat)
             path = tmp / f"ours_{len(rows)}.html"
             t.to_html(path, **opts)
-            draw, zoom = browser_times(browser, path, repeat)
+            draw, zoom, pan = browser_times(browser, path, repeat)
             rows.append([mname, f"torchvista_dash, {label}", str(len(vg.nodes)), f"{lay_ms:.0f}",
                          f"{fig_ms:.1f}", f"{fig_ms / lay_ms:.2f}", f"{path.stat().st_size / 1e6:.1f}",
-                         f"{draw:.0f}", f"{zoom:.0f}" if zoom is not None else "—"])
+                         f"{draw:.0f}", _ms(zoom), _ms(pan)])
         for depth, label in [(1, "default view"), (99, "every module open")]:
             tv_path = tmp / f"torchvista_{len(rows)}.html"
             torchvista.trace_model(model, ids, export_format="html", export_path=str(tv_path),
                                    collapse_modules_after_depth=depth)
-            draw, _ = browser_times(browser, tv_path, repeat, ours=False)
+            draw, _, _ = browser_times(browser, tv_path, repeat, ours=False)
             rows.append([mname, f"torchvista, {label}", "—", "—", "—", "—", f"{tv_path.stat().st_size / 1e6:.1f}",
-                         f"{draw:.0f}", "—"])
+                         f"{draw:.0f}", "—", "—"])
         print(f"done {mname}", file=sys.stderr)
     return rows
 
@@ -182,7 +227,7 @@ def main() -> None:
         browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
         empty = write_html(go.Figure(layout={"template": "plotly_white"}), tmp / "empty.html")
         br_rows.append(["0", "empty figure: plotly.js load + parse only",
-                        f"{browser_times(browser, empty, max(1, args.repeat // 2), ours=None)[0]:.0f}", "—"])
+                        f"{browser_times(browser, empty, max(1, args.repeat // 2), ours=None)[0]:.0f}", "—", "—"])
         for n in sizes:
             case = grid_case(n)
             ours_ms, fig = timed(lambda case=case: make_figure(*case), args.repeat)
@@ -191,20 +236,14 @@ def main() -> None:
             naive_json = len(naive.to_json())
             py_rows.append([str(n), str(len(fig.data)), f"{ours_ms:.0f}", f"{naive_ms:.0f}",
                             f"{naive_ms / ours_ms:.1f}×", f"{ours_json / n:.0f}", f"{naive_json / n:.0f}"])
-            shown = "labels shown" if fig.layout.meta["torchvista_dash"]["labels"] else "labels hidden at this fit"
-            variants = [(f"Scatter (SVG), default: {shown}", fig)]
-            if not fig.layout.meta["torchvista_dash"]["labels"]:
-                variants.append(("Scatter (SVG), labels=True", make_figure(*case, labels=True)))
-            variants.append(("webgl=True (labels=True)", make_figure(*case, webgl=True, labels=True)))
+            variants = [("picture: SVG layout image + box targets (ours)", fig, False),
+                        ("(a) plotly text labels, re-sized per step (browser part)", text_figure(n), True)]
             if n <= 2000:
-                variants.append(("naive: shape + annotation per node", naive))
-            for name, f in variants:
+                variants.append(("naive: shape + annotation per node", naive, False))
+            for name, f, resize in variants:
                 path = write_html(f, tmp / f"{n}_{len(br_rows)}.html")
-                try:
-                    draw, zoom = browser_times(browser, path, max(1, args.repeat // 2))
-                    br_rows.append([str(n), name, f"{draw:.0f}", f"{zoom:.0f}" if zoom is not None else "—"])
-                except Exception as exc:  # e.g. no WebGL in this headless browser: say so in the table
-                    br_rows.append([str(n), name, f"failed: {type(exc).__name__}", "—"])
+                draw, zoom, pan = browser_times(browser, path, max(1, args.repeat // 2), resize=resize)
+                br_rows.append([str(n), name, f"{draw:.0f}", _ms(zoom), _ms(pan)])
             print(f"done {n}", file=sys.stderr)
         gpt_rows = gpt2_rows(browser, tmp, max(1, args.repeat // 2))
         browser.close()
@@ -229,17 +268,18 @@ run, same conditions); absolute times move by ±30 % when other work shares the 
 
 ## In the browser — standalone HTML (plotly.js embedded)
 
-First draw = navigation start → figure drawn (includes parsing the 4.8 MB plotly.js). Zoom = one
-`Plotly.relayout` of both axis ranges until the next animation frame (median of 6). Views over 600 boxes
-draw one-line labels and no edge labels; a view whose fit is too small to read starts with labels hidden
-(the "labels" button shows them), so both states are measured.
+First draw = navigation start → figure drawn (includes parsing the 4.8 MB plotly.js). Zoom / pan step = one
+`Plotly.relayout` of both axis ranges (zoom: ×2 in and out; pan: 20 % right and back) until the frame after it
+has painted, median of 6. For (a) the step includes re-sizing the text trace (`Plotly.restyle` of
+`textfont.size`), which the server's Patch would cause after each zoom, but not the round trip to the server
+itself (Dash's floor: bench/results/dash_floor.md).
 
-{table(["boxes", "figure", "first draw ms", "zoom relayout ms"], br_rows)}
+{table(["boxes", "figure", "first draw ms", "zoom step ms", "pan step ms"], br_rows)}
 
 ## Real models (random weights, 16 tokens): ours against torchvista's HTML export in the same browser\n\ntorchvista lays out in the browser (Graphviz compiled to wasm) and draws with d3; its first draw is when its\nSVG holds the graph's text. Ours: plotly.js parse + figure draw (layout was done in Python, column 4).
 
 {table(["model", "figure", "boxes", "dot layout ms", "make_figure ms", "make_figure / layout", "HTML MB",
-        "first draw ms", "zoom relayout ms"], gpt_rows)}
+        "first draw ms", "zoom step ms", "pan step ms"], gpt_rows)}
 """
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(md, encoding="utf-8")
