@@ -58,6 +58,10 @@ OURS_XY = """(a) => { const gd = document.getElementById(a[0]).querySelector('.j
   return [r.left + fl._size.l + fl.xaxis.l2p(t.x[i]), r.top + fl._size.t + fl.yaxis.l2p(y)]; }"""
 OURS_IDS = """(a) => { const gd = document.getElementById(a[0]).querySelector('.js-plotly-plot');
   const t = (gd.data || []).find(t => t.name === a[1]); return t ? Array.from(t.customdata || []) : []; }"""
+OURS_ZOOM_TO = """(a) => { const gd = document.getElementById(a[0]).querySelector('.js-plotly-plot');
+  const t = gd.data.find(t => t.name === 'clusters:headers'); const i = Array.from(t.customdata).indexOf(a[1]);
+  const w = t.width[i], cx = t.x[i], top = t.base[i] + t.y[i];
+  return Plotly.relayout(gd, {'xaxis.range': [cx - 0.6 * w, cx + 0.6 * w], 'yaxis.range': [top - 0.9 * w, top + 0.1 * w]}); }"""
 OURS_HOVERED = """(a) => { const gd = document.getElementById(a[0]).querySelector('.js-plotly-plot');
   return (gd._hoverdata || []).some(p => p.customdata === a[1]); }"""
 # when the first picture (the server-drawn SVG in the page's HTML, app/firstpaint.py) was painted: the element
@@ -147,7 +151,10 @@ def ours(browser: Any, trace: Any, path: list[str], loads: int, clicks: int, dep
             _ours_click(page, vid, "nodes:labels", "clusters:headers", True)
         target = path[-1]
         opens, closes = [], []
-        if target in page.evaluate(OURS_IDS, [_dom("main"), "clusters:headers"]):   # drawn open: close it first
+        if target in page.evaluate(OURS_IDS, [_dom("main"), "clusters:headers"]):
+            # drawn open (every op): the user zooms in on it (at the whole-model fit its header row is a pixel
+            # tall), then closes it
+            page.evaluate(OURS_ZOOM_TO, [_dom("main"), target])
             _ours_click(page, target, "clusters:headers", "clusters:headers", False)
         try:
             for _ in range(clicks):

@@ -193,7 +193,12 @@ def gpt2_rows(browser: Any, tmp: Path, repeat: int) -> list[list[str]]:
                 clear_cache()
                 return t.layout(vg)
 
-            lay_ms, layout = timed(lay, repeat)
+            try:
+                lay_ms, layout = timed(lay, repeat)
+            except Exception as exc:   # e.g. dot past its time budget: say so in the table, keep the run
+                rows.append([mname, f"torchvista_dash, {label}", str(len(vg.nodes)),
+                             f"failed: {str(exc).split('.')[0]}", "—", "—", "—", "—", "—", "—"])
+                continue
             fig_ms, fig = timed(lambda vg=vg, layout=layout, g=t.graph: make_figure(g, vg, layout), repeat)
             path = tmp / f"ours_{len(rows)}.html"
             t.to_html(path, **opts)
