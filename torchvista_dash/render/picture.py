@@ -234,8 +234,10 @@ def picture_svg(vg: VisibleGraph, layout: Layout, th: Theme, ext: Box, *, labels
                          f'<text x="{cx}" y="{cv.y(cy - LABEL_PT * 0.65)}" class="s {k}t"{tstyle}>{e(sub)}</text>')
         elif main:
             texts.append(f'<text x="{cx}" y="{cv.y(cy)}" class="t {lod} {k}t"{tstyle}>{e(main)}</text>')
+    # no width/height: an SVG image without its own size takes the size it is drawn at as its viewport, which
+    # is what the level-of-detail media queries read
     return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_n(cv.width)} {_n(cv.height)}" '
-            f'width="{_n(cv.width)}" height="{_n(cv.height)}" preserveAspectRatio="none">'
+            'preserveAspectRatio="none">'
             f"<style>{_css(th, cv.width, kinds)}</style>"
             + "".join(body) + "".join(edge_labels) + "".join(texts) + "".join(heads) + "</svg>")
 
