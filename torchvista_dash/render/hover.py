@@ -24,6 +24,8 @@ def esc(text: str) -> str:
 def wrap(text: str, width: int = MAX_LINE, limit: int = MAX_ERROR_CHARS) -> str:
     """Escape and wrap free text (error messages, source lines) for a hover label."""
     text = str(text)
+    if len(text) <= width and "\n" not in text:     # most are one short line: no textwrap (thousands per figure)
+        return esc(text)
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     lines: list[str] = []
