@@ -85,3 +85,28 @@ def overlapping_pairs(items: list[dict[str, Any]]) -> list[tuple[str, str]]:
         out.extend((a["text"], it["text"]) for a in active if overlaps(a, it))
         active.append(it)
     return out
+
+
+# Rows of a screenshot (PNG, base64) that hold dark pixels (text: every other line or fill is lighter), decoded in
+# the page itself (no image library needed).
+_DARK_ROWS = """async (b64) => {
+  const img = new Image(); img.src = 'data:image/png;base64,' + b64; await img.decode();
+  const c = document.createElement('canvas'); c.width = img.width; c.height = img.height;
+  const ctx = c.getContext('2d'); ctx.drawImage(img, 0, 0);
+  const d = ctx.getImageData(0, 0, c.width, c.height).data; const rows = [];
+  for (let y = 0; y < c.height; y++) {
+    for (let x = 0; x < c.width; x++) {
+      const i = 4 * (y * c.width + x);
+      if (Math.max(d[i], d[i + 1], d[i + 2]) < 90) { rows.push(y); break; }
+    }
+  }
+  return rows;
+}"""
+
+
+def dark_rows(page: Any, clip: dict[str, float]) -> list[int]:
+    """Rows (pixels from the clip's top) of a screenshot of ``clip`` in which something dark (text) is drawn."""
+    import base64
+
+    shot = page.screenshot(clip=clip)
+    return page.evaluate(_DARK_ROWS, base64.b64encode(shot).decode())

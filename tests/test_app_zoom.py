@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from support_app import css_id, displayed_ranges, graph_dom_id, ids_drawn, wait_drawn, wait_ids, wait_settled
-from support_picture import drawn_labels, in_plot, overlapping_pairs, target_boxes
+from support_picture import dark_rows, drawn_labels, in_plot, overlapping_pairs, target_boxes
 
 from torchvista_dash import view
 from torchvista_dash.app import registry, state
@@ -164,3 +164,37 @@ def test_opening_a_module_that_does_not_fit_zooms_out_and_closing_zooms_back(pag
     wait_settled(page, G)
     back = displayed_ranges(page, G)
     assert sum(back, []) == pytest.approx(sum(before, []), rel=1e-3, abs=0.5), (before, after, back)
+
+
+def test_the_drawn_image_shows_what_the_replica_measures(page: Any, gallery_url: str) -> None:
+    """The label geometry above is read from a replica of the picture; a screenshot of the real image shows the
+    same: text where the replica has it, of its height (the zoom cap included), and none where it has none."""
+    open_demo(page, gallery_url, "mlp")
+    plot = page.locator(css_id(G, "graph") + " .nsewdrag").first.bounding_box()
+    at = (plot["x"] + plot["width"] / 2, plot["y"] + plot["height"] / 2)
+    for notches in (0, -12, -12, 60):     # the default view, zoomed in, further in (text capped), far out
+        wheel(page, notches, at) if notches else None
+        drawn = drawn_labels(page, graph_dom_id(G))
+        pl = drawn["plot"]
+        boxes = []       # the boxes' visible parts (a zoomed-in box may be larger than the plot)
+        for b in target_boxes(page, graph_dom_id(G)):
+            v = {"id": b["id"], "x0": max(b["x0"], pl["x0"]), "x1": min(b["x1"], pl["x1"]),
+                 "y0": max(b["y0"], pl["y0"]), "y1": min(b["y1"], pl["y1"])}
+            if v["x1"] - v["x0"] > 8 and v["y1"] - v["y0"] > 8:
+                boxes.append(v)
+        if not drawn["labels"]:          # far out: no text anywhere in the plot
+            assert dark_rows(page, {"x": pl["x0"], "y": pl["y0"], "width": pl["x1"] - pl["x0"],
+                                    "height": pl["y1"] - pl["y0"]}) == [], notches
+            continue
+        assert boxes, drawn
+        for b in boxes[:3]:
+            clip = {"x": b["x0"] + 2, "y": b["y0"] + 2, "width": b["x1"] - b["x0"] - 4, "height": b["y1"] - b["y0"] - 4}
+            rows = dark_rows(page, clip)
+            inside = [lab for lab in drawn["labels"] if in_plot(lab, b)]
+            if not inside:
+                assert rows == [], (notches, b, rows[:5])
+                continue
+            top, bottom = min(lab["y0"] for lab in inside) - clip["y"], max(lab["y1"] for lab in inside) - clip["y"]
+            assert rows and top - 2 <= rows[0] and rows[-1] <= bottom + 2, (notches, b["id"], rows, top, bottom)
+            assert rows[-1] - rows[0] >= 0.4 * (bottom - top), (notches, b["id"], rows, top, bottom)
+    assert drawn["labels"] == []      # far out, and the screenshot showed no text either
