@@ -132,7 +132,15 @@ def run_graphs(fmt: str, graphs: list[str], timeout: float) -> list[bytes]:
     if server is None or not server.alive():
         server = DotServer(fmt)
     with slots.hold(sum(len(g) for g in graphs), timeout):   # the cores' admission (run.py), as for DotRun
-        docs = server.lay_out(graphs, timeout)      # kills the process on any failure
+        try:
+            docs = server.lay_out(graphs, timeout)      # kills the process on any failure
+        except GraphvizError:
+            # a long-lived dot sometimes crashes (SIGSEGV) on a graph that a fresh one lays out: Graphviz
+            # keeps state between graphs. Once more in a new process; a timeout (SIGKILL, ours) is final.
+            if server.proc.returncode is None or server.proc.returncode >= 0 or server.proc.returncode == -9:
+                raise
+            server = DotServer(fmt)
+            docs = server.lay_out(graphs, timeout)
     with _lock:
         if server.alive() and len(_idle[fmt]) < KEEP_IDLE:
             _idle[fmt].append(server)
