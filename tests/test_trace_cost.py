@@ -212,3 +212,25 @@ def test_a_function_that_counts_only_for_some_ranks_is_measured_for_each() -> No
     total, _ = _reference(VecThenMat(), args, {})
     assert total == 2 * 3 * 3 * 3
     assert [n.flops for n in t.graph.nodes if n.name == "matmul"] == [0, total]
+
+
+def test_repeated_call_shapes_reuse_their_count_but_other_arguments_do_not() -> None:
+    """The second conv has the same shapes but another stride: counted anew, not taken from the first."""
+
+    class Strides(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(4, 3, 3, 3))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            a = torch.nn.functional.conv2d(x, self.w, stride=1)
+            b = torch.nn.functional.conv2d(x, self.w, stride=2)
+            c = torch.nn.functional.conv2d(x, self.w, stride=1)
+            return a.sum() + b.sum() + c.sum()
+
+    x = torch.randn(1, 3, 9, 9)
+    t = trace_model(Strides(), x)
+    convs = [n.flops for n in t.graph.nodes if n.name == "conv2d"]
+    assert convs[0] == convs[2] > convs[1] > 0
+    total, _ = _reference(Strides(), (x,), {})
+    assert sum(convs) == total

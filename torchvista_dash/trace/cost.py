@@ -8,6 +8,8 @@ dispatch mode pushed, and whatever it counts is the op's. Pushing it for every o
 through Python (measured: about +25 % on GPT-2 small), so a function is measured the first time it meets
 each combination of argument ranks; one that counted FLOPs once is measured always, the others run plainly
 when they meet a combination that counted none (``matmul`` of vectors counts none, of matrices it counts).
+The formulas read shapes and arguments only, so a counting call whose tensors' shapes and other arguments
+were seen before gets the same count without the mode (a stack of identical layers: the first one measured).
 Meta tensors work: the formulas read shapes only.
 
 Time is never taken in the recording pass (the recorder's own work would be in it): ``time_ops`` runs the
@@ -67,20 +69,29 @@ class FlopMeter:
         self.mode = _dispatch_mode(self.counter)
         self.counting: set[Any] = set()        # functions that counted FLOPs once: always measured
         self.none: set[tuple[Any, ...]] = set()  # (function, ranks of its tensor arguments) that counted none
+        self.known: dict[tuple[Any, ...], int] = {}   # (function, argument shapes and values) -> its FLOPs
         self.last = 0
         self.per_node: dict[int, int] = {}    # index of an op node -> its FLOPs (most ops have none)
         self.unattributed = 0                 # FLOPs of calls that returned no tensor (no node to carry them)
 
     def run(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         key: tuple[Any, ...] | None = None
+        exact: tuple[Any, ...] | None = None
         try:
-            if func not in self.counting:
+            if func in self.counting:
+                # the formulas read shapes and arguments only: the same call shape counts the same, so it is
+                # counted once (12 identical decoder layers: the first one measured)
+                exact = _call_key(func, args, kwargs)
+                if exact is not None and exact in self.known:
+                    self.last = self.known[exact]
+                    return func(*args, **kwargs)
+            else:
                 key = (func, *_ranks(args))
                 if key in self.none:
                     self.last = 0
                     return func(*args, **kwargs)
-        except TypeError:   # an unhashable callable: measure it every time
-            key = None
+        except TypeError:   # an unhashable callable or argument: measure it every time
+            key = exact = None
         c = self.counter
         before = c.total
         try:
@@ -93,6 +104,8 @@ class FlopMeter:
                     self.counting.add(func)
                 else:
                     self.none.add(key)
+            if exact is not None and len(self.known) < 100_000:
+                self.known[exact] = self.last
         return out
 
     def attribute(self, nodes: list[Node], before: int) -> None:
@@ -122,6 +135,41 @@ def _ranks(args: tuple[Any, ...]) -> tuple[int, ...]:
         elif isinstance(a, _Tensor):
             out.append(-1)
     return tuple(out)
+
+
+_PLAIN = (int, float, bool, str, type(None), torch.dtype, torch.device, torch.memory_format, torch.layout)
+
+
+def _call_key(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
+    """What a FLOP formula can depend on: each tensor's shape, dtype and device, every other argument's value;
+    None when an argument is neither (then the call is measured)."""
+    with torch._C.DisableTorchFunctionSubclass():   # a Parameter's .shape would run Python __torch_function__
+        parts: list[Any] = [func]
+        for a in args:
+            p = _key_part(a)
+            if p is _NO_KEY:
+                return None
+            parts.append(p)
+        for k in sorted(kwargs):
+            p = _key_part(kwargs[k])
+            if p is _NO_KEY:
+                return None
+            parts.append((k, p))
+    return tuple(parts)
+
+
+_NO_KEY = object()
+
+
+def _key_part(a: Any) -> Any:
+    if isinstance(a, _Tensor):
+        return (tuple(a.shape), a.dtype, a.device.type)
+    if isinstance(a, _PLAIN):
+        return a
+    if isinstance(a, (tuple, list)) and len(a) <= 16:
+        parts = tuple(_key_part(x) for x in a)
+        return _NO_KEY if any(p is _NO_KEY for p in parts) else (type(a).__name__, parts)
+    return _NO_KEY
 
 
 # ---- timing: a separate run ---------------------------------------------------------------------------------
