@@ -83,3 +83,30 @@ def test_details_of_a_call_list_its_heaviest_children() -> None:
     rows = {r["qualname"]: r for r in t.stats()}
     top = max((q for q in rows if q.count(".") == 0 and q), key=lambda q: rows[q]["flops"])
     assert top.rsplit(".", 1)[-1] in text and "100.0 %" in text
+
+
+def test_show_with_color_by_serves_a_coloured_page(capsys: Any) -> None:
+    import requests
+
+    from torchvista_dash.demos import demo_trace
+
+    demo_trace("gpt").show(mode="external", color_by="flops")
+    url = capsys.readouterr().out.split("torchvista_dash: ", 1)[1].strip()
+    assert "color_by=flops" in url
+    root = url.split("?", 1)[0]
+    layout = requests.get(root + "_dash-layout", headers={"Referer": url}, timeout=60).text
+    assert '"colorbar"' in layout and "coloured by FLOPs" in layout
+
+
+def test_stats_as_frame_needs_pandas_or_says_so() -> None:
+    from torchvista_dash.demos import demo_trace
+
+    t = demo_trace("mlp")
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match=r"needs pandas \(pip install pandas\)"):
+            t.stats(as_frame=True)
+    else:
+        frame = t.stats(as_frame=True)
+        assert list(frame.columns) == list(t.stats()[0]) and frame.iloc[0]["qualname"] == ""

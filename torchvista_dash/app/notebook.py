@@ -127,7 +127,7 @@ def show(trace: Trace, mode: str = "inline", *, width: str | int = "100%", heigh
          host: str = "127.0.0.1", port: int | None = None, **options: Any) -> None:
     """Draw ``trace`` interactively: ``inline`` (an iframe in the output), ``external`` (print the URL) or
     ``tab`` (open a browser tab). ``options``: those of ``ModelGraph`` (depth, theme, rankdir, fold_repeats,
-    show_params, labels, details). On a failed trace the partial graph is shown, then the model's exception
+    show_params, labels, details, color_by). On a failed trace the partial graph is shown, then the model's exception
     is re-raised."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
