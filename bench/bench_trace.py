@@ -83,8 +83,9 @@ def measure(name: str, repeat: int, peers: bool) -> dict[str, Any]:
     med = {k: statistics.median(v) * 1000 for k, v in times.items()}
     paired = {k: statistics.median(a / f for a, f in zip(v, times["forward"], strict=True)) for k, v in times.items()}
     best = {k: min(v) / min(times["forward"]) for k, v in times.items()}
+    flops_cost = statistics.median(a / b for a, b in zip(times["trace"], times["no_flops"], strict=True))
     return {"model": name, "ops": t.graph.op_count, "calls": len(t.graph.module_calls), "med": med,
-            "paired": paired, "best": best}
+            "paired": paired, "best": best, "flops_cost": flops_cost}
 
 
 def main() -> None:
@@ -115,8 +116,9 @@ def main() -> None:
         "",
     ]
     head = ("| model | ops | module calls | forward (ms, median) | trace (ms, median) | trace / forward "
-            "(median of paired ratios) | trace / forward (fastest runs) | trace without FLOPs / forward (paired) |")
-    sep = "|---|---:|---:|---:|---:|---:|---:|---:|"
+            "(median of paired ratios) | trace / forward (fastest runs) | trace without FLOPs / forward (paired) | "
+            "trace / trace without FLOPs (paired) |")
+    sep = "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
     if opts.peers:
         head += " torchview draw_graph (ms) | torchview / forward (paired) |"
         sep += "---:|---:|"
@@ -124,7 +126,7 @@ def main() -> None:
     for r in rows:
         m = r["med"]
         line = (f"| {r['model']} | {r['ops']} | {r['calls']} | {m['forward']:.1f} | {m['trace']:.1f} | "
-                f"{r['paired']['trace']:.2f}× | {r['best']['trace']:.2f}× | {r['paired']['no_flops']:.2f}× |")
+                f"{r['paired']['trace']:.2f}× | {r['best']['trace']:.2f}× | {r['paired']['no_flops']:.2f}× | {r['flops_cost']:.2f}× |")
         if opts.peers:
             line += f" {m['torchview']:.1f} | {r['paired']['torchview']:.2f}× |"
         lines.append(line)
