@@ -236,3 +236,14 @@ def test_export_of_a_big_view_draws_a_progress_bar_on_the_terminal(dot_binary, t
     bars = [f for f in frames if f.startswith("laying out modules [")]
     assert len(bars) >= 3 and bars[-1].rstrip().endswith("/111")       # i of n modules, counting up to n
     assert "laid out 111 modules; composing the picture" in run.stderr
+
+
+def test_the_guard_counts_edges_not_boxes(dot_binary, monkeypatch):
+    from torchvista_dash.layout import compose
+
+    vg = view.build_view(dense_graph(12), view.make_spec(dense_graph(12)))
+    assert len(vg.nodes) < 40                 # few boxes: no node budget would stop this
+    monkeypatch.setattr(compose, "MAX_PIECE_EDGES", 50)
+    layout.clear_cache()
+    with pytest.raises(layout.GraphvizError, match=r"holds \d+ edges .* over the 50 .* collapse"):
+        layout.layout_view(vg, method="composed")

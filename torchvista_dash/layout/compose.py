@@ -30,6 +30,7 @@ from .types import Box, EdgePath, Layout, Point
 Progress = Callable[[str, int, int], None]   # (stage, done, total): "modules" i of n pieces, then "compose"
 
 PIECE_CACHE_SIZE = 4096
+MAX_PIECE_EDGES = 20_000    # edges between the direct children of one module call (what dot pays for)
 _pieces: OrderedDict[tuple, PieceLayout] = OrderedDict()
 _lock = threading.Lock()
 _stats = {"piece_hits": 0, "piece_misses": 0, "piece_dot_runs": 0}
@@ -92,6 +93,8 @@ def compose_layout(vg: VisibleGraph, rankdir: str = "TB", *, timeout: float | No
                     found[k] = single
                     _store({k: single}, 0)
         missing = [k for k in unique if k not in found]
+        for k in missing:
+            _guard(k, pl, keys)
         if missing:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -117,6 +120,18 @@ def compose_layout(vg: VisibleGraph, rankdir: str = "TB", *, timeout: float | No
     if progress is not None:
         progress("compose", total, total)
     return out
+
+
+def _guard(key: tuple, pl: Plan, keys: dict[str | None, tuple]) -> None:
+    """Refuse, before dot starts, a piece dot would take minutes over: what dot pays for is edges (each a
+    chain of virtual nodes through the ranks it spans), not boxes, so the guard counts the piece's edges."""
+    edges = len(key[4])
+    if edges > MAX_PIECE_EDGES:
+        cid = next(c for c, k in keys.items() if k is key)
+        where = "the top level" if cid is None else f"module call {cid}"
+        raise GraphvizError(f"{where} holds {edges:,} edges between its direct children, over the "
+                            f"{MAX_PIECE_EDGES:,} one dot run lays out in seconds: collapse some of its "
+                            f"modules, or raise layout.compose.MAX_PIECE_EDGES")
 
 
 class _Ticker:
