@@ -140,7 +140,7 @@ def test_returning_to_a_view_costs_no_dot_run(dot_binary, quiet):
     layout.clear_cache()
     runs = layout.cache_info()["dot_runs"]
     first = layout.layout_view(view.build_view(g, start))
-    assert layout.cache_info()["dot_runs"] == runs + 1
+    assert layout.cache_info()["dot_runs"] > runs
     opened = layout.layout_view(view.build_view(g, view.toggle(g, start, "mod:layers.1")))
     runs = layout.cache_info()["dot_runs"]
     back = layout.layout_view(view.build_view(g, view.toggle(g, view.toggle(g, start, "mod:layers.1"),
@@ -148,7 +148,7 @@ def test_returning_to_a_view_costs_no_dot_run(dot_binary, quiet):
     assert back is first and opened is not first
     assert layout.cache_info()["dot_runs"] == runs
     layout.layout_view(view.build_view(g, start), rankdir="LR")
-    assert layout.cache_info()["dot_runs"] == runs + 1     # another option is another layout
+    assert layout.cache_info()["dot_runs"] > runs     # another option is another layout
 
 
 def test_cache_is_bounded(dot_binary, monkeypatch, quiet):
@@ -185,8 +185,9 @@ def test_missing_dot_says_how_to_install(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     layout.clear_cache()
     g = twice_graph()
-    with pytest.raises(layout.GraphvizNotFound) as err:
-        layout.layout_view(view.build_view(g, view.make_spec(g)))
+    for method in ("single", "composed"):     # dot processes kept running do not hide a missing dot
+        with pytest.raises(layout.GraphvizNotFound) as err:
+            layout.layout_view(view.build_view(g, view.make_spec(g)), method=method)
     msg = str(err.value)
     assert "Graphviz" in msg and "apt-get install graphviz" in msg and "brew" in msg and "conda" in msg
     monkeypatch.setenv("TVD_DOT", "/nonexistent/dot")
@@ -216,7 +217,7 @@ def test_dot_started_early_is_killed_when_the_dot_cannot_be_built(dot_binary, mo
     layout.clear_cache()
     g = twice_graph()
     with pytest.raises(ValueError, match="no DOT today"):
-        layout.layout_view(view.build_view(g, view.make_spec(g)))
+        layout.layout_view(view.build_view(g, view.make_spec(g)), method="single")
     assert _dot_children() == []
 
 
@@ -256,7 +257,8 @@ def test_without_select_on_pipes_the_output_is_handed_over_once_at_the_end(dot_b
     g = twice_graph()
     vg = view.build_view(g, view.make_spec(g))
     dot, names = build_dot(vg)
-    assert layout.layout_view(vg) == parse_json(layout.run_dot(dot.to_string(), layout.DOT_FORMAT), vg, names, "TB")
+    assert layout.layout_view(vg, method="single") == parse_json(layout.run_dot(dot.to_string(), layout.DOT_FORMAT),
+                                                                 vg, names, "TB")
 
 
 def _dot_children() -> list[int]:

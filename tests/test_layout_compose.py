@@ -192,10 +192,13 @@ def test_a_dense_block_lays_out_with_labels_not_as_rank_nodes(dot_binary):
     assert len({(e.src, e.label) for e in shown}) == len(shown) == len({(e.src, e.tensor) for e in vg.edges})
 
 
-def test_auto_picks_the_composed_layout_for_nested_views(dot_binary):
+def test_auto_picks_the_composed_layout_for_views_with_open_modules(dot_binary):
     assert layout.choose_method(every_op(decoder_graph(2))) == "composed"
     g = stack_graph(3)
-    assert layout.choose_method(view.build_view(g, view.make_spec(g))) == "single"
+    assert layout.choose_method(view.build_view(g, view.make_spec(g))) == "composed"
+    closed = view.build_view(g, view.make_spec(g, depth=0))
+    assert not closed.clusters and layout.choose_method(closed) == "single"
+    check_geometry(closed, layout.layout_view(closed))
     with pytest.raises(ValueError, match="method"):
         layout.layout_view(view.build_view(g, view.make_spec(g)), method="fast")
 

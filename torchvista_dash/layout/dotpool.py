@@ -31,8 +31,7 @@ _DOC_END = b"\n}\n"         # dot's JSON documents close at column 0: nested bra
 class DotServer:
     """One long-running ``dot -T<fmt>``; ``lay_out`` sends graphs and returns one output document per graph."""
 
-    def __init__(self, fmt: str) -> None:
-        exe = find_dot()
+    def __init__(self, exe: str, fmt: str) -> None:
         self.fmt = fmt
         try:
             self.proc = subprocess.Popen([exe, f"-T{fmt}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -115,7 +114,7 @@ class DotServer:
         self.proc.wait()
 
 
-_idle: dict[str, list[DotServer]] = {}
+_idle: dict[tuple[str, str], list[DotServer]] = {}     # (dot executable, format) → idle processes
 _lock = threading.Lock()
 
 
@@ -126,11 +125,12 @@ def run_graphs(fmt: str, graphs: list[str], timeout: float) -> list[bytes]:
             raw = r.feed("\n".join(graphs))
         parts = raw.split(_DOC_END)
         return [p + _DOC_END for p in parts if p.strip()]
+    exe = find_dot()        # dot gone or $TVD_DOT changed: the kept processes are not what is asked for
     with _lock:
-        idle = _idle.setdefault(fmt, [])
+        idle = _idle.setdefault((exe, fmt), [])
         server = idle.pop() if idle else None
     if server is None or not server.alive():
-        server = DotServer(fmt)
+        server = DotServer(exe, fmt)
     with slots.hold(sum(len(g) for g in graphs), timeout):   # the cores' admission (run.py), as for DotRun
         try:
             docs = server.lay_out(graphs, timeout)      # kills the process on any failure
@@ -142,8 +142,8 @@ def run_graphs(fmt: str, graphs: list[str], timeout: float) -> list[bytes]:
             server = DotServer(fmt)
             docs = server.lay_out(graphs, timeout)
     with _lock:
-        if server.alive() and len(_idle[fmt]) < KEEP_IDLE:
-            _idle[fmt].append(server)
+        if server.alive() and len(_idle[(exe, fmt)]) < KEEP_IDLE:
+            _idle[(exe, fmt)].append(server)
             server = None
     if server is not None:
         server.kill()
