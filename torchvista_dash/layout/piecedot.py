@@ -217,6 +217,22 @@ def from_frame(rankdir: str, extent: float) -> Callable[[Point], Point]:
     return lambda p: (round(p[1], 2), round(p[0], 2))
 
 
+def _straighten(pts: list[Point]) -> Polyline:
+    """The polyline without the points that lie on the line through their neighbours (within half a point):
+    an edge through many ranks is one point per rank from dot, a bus member the whole trunk before its branch."""
+    if len(pts) <= 2:
+        return tuple(pts)
+    out = [pts[0]]
+    for b, c in zip(pts[1:], pts[2:], strict=False):
+        a = out[-1]
+        cross = (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+        if abs(cross) > 0.5 * (abs(c[0] - a[0]) + abs(c[1] - a[1])) or \
+                (b[0] - a[0]) * (c[0] - b[0]) + (b[1] - a[1]) * (c[1] - b[1]) < 0:
+            out.append(b)           # a bend, or a turn back: kept
+    out.append(pts[-1])
+    return tuple(out)
+
+
 def _extent(ops: list[dict]) -> tuple[float, float, float, float]:
     """The bounding box of the points of xdot drawing ops (a node's polygon, the graph's background)."""
     pts = [p for op in ops for p in op.get("points", ())]
@@ -281,7 +297,7 @@ def _read(doc: dict, key: tuple, edges: list[tuple[int, int, dict[str, object]]]
         for k in path:
             seg = polys[k]
             pts.extend(seg[1:] if pts and pts[-1] == seg[0] else seg)
-        out.append(tuple(pts))
+        out.append(_straighten(pts))
     centres = tuple((round(pos_of[s][0] - x0, 2), round(pos_of[s][1] - y0, 2)) for s in range(n_real))
     width, height, centres, out = _trim(key, round(x1 - x0, 2), round(y1 - y0, 2), centres, out)
     starts = [0]
