@@ -23,6 +23,8 @@ try:
 except ImportError:     # Windows
     fcntl = None  # type: ignore[assignment]
 
+PROBE = "digraph { a -> b }"    # a new process must answer this before it is trusted with a batch
+PROBE_TIMEOUT = 10.0            # seconds (dot answers it in milliseconds once started)
 KEEP_IDLE = 2               # idle processes kept per output format (the machines have two cores)
 _READ = 1 << 20
 _DOC_END = b"\n}\n"         # dot's JSON documents close at column 0: nested braces are indented
@@ -121,16 +123,18 @@ _lock = threading.Lock()
 def run_graphs(fmt: str, graphs: list[str], timeout: float) -> list[bytes]:
     """Lay out ``graphs`` (DOT texts) with an idle dot process of the pool (started if there is none)."""
     if not _CAN_PUMP:      # no select() on pipes (Windows): one dot process per batch
-        with DotRun(fmt, timeout) as r:
-            raw = r.feed("\n".join(graphs))
-        parts = raw.split(_DOC_END)
-        return [p + _DOC_END for p in parts if p.strip()]
+        return _one_run(fmt, graphs, timeout)
     exe = find_dot()        # dot gone or $TVD_DOT changed: the kept processes are not what is asked for
     with _lock:
         idle = _idle.setdefault((exe, fmt), [])
         server = idle.pop() if idle else None
     if server is None or not server.alive():
         server = DotServer(exe, fmt)
+        try:            # a dot that does not answer graph by graph: this batch goes to one plain run instead
+            server.lay_out([PROBE], min(timeout, PROBE_TIMEOUT))
+        except GraphvizError:
+            server.kill()
+            return _one_run(fmt, graphs, timeout)
     with slots.hold(sum(len(g) for g in graphs), timeout):   # the cores' admission (run.py), as for DotRun
         try:
             docs = server.lay_out(graphs, timeout)      # kills the process on any failure
@@ -147,6 +151,17 @@ def run_graphs(fmt: str, graphs: list[str], timeout: float) -> list[bytes]:
             server = None
     if server is not None:
         server.kill()
+    return docs
+
+
+def _one_run(fmt: str, graphs: list[str], timeout: float) -> list[bytes]:
+    """The batch through one ``dot`` that reads all its input and exits (its own errors as they are)."""
+    with DotRun(fmt, timeout) as r:
+        raw = r.feed("\n".join(graphs))
+    parts = raw.split(_DOC_END)
+    docs = [p + _DOC_END for p in parts if p.strip()]
+    if len(docs) != len(graphs):
+        raise GraphvizError(f"Graphviz laid out {len(docs)} of {len(graphs)} graphs")
     return docs
 
 
