@@ -98,12 +98,19 @@ def compose_layout(vg: VisibleGraph, rankdir: str = "TB", *, timeout: float | No
         if missing:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise GraphvizError(f"Graphviz ran past its time budget of {budget:g} s laying out this view")
+                raise GraphvizError(f"Graphviz dot ran past its time budget of {budget:g} s laying out this view")
             tick = None
             if progress is not None:
                 waiting = sum(1 for k in keys.values() if k not in found)
                 tick = _Ticker(progress, total, done + len(level) - waiting, waiting, len(missing))
-            lays, runs = layout_pieces(missing, left, on_done=tick)
+            try:
+                lays, runs = layout_pieces(missing, left, on_done=tick)
+            except GraphvizError as exc:
+                if "time budget" not in str(exc):
+                    raise
+                raise GraphvizError(    # the budget of the whole layout, not of the batch that overran it
+                    f"Graphviz dot ran past its time budget of {budget:g} s and was stopped. Collapse some "
+                    f"modules, or raise the timeout (layout_view(..., timeout=...) or $TVD_DOT_TIMEOUT).") from None
             new = dict(zip(missing, lays, strict=True))
             _store(new, runs)
             found.update(new)
