@@ -143,7 +143,7 @@ def run_graphs(fmt: str, graphs: list[str], timeout: float) -> list[bytes]:
             # keeps state between graphs. Once more in a new process; a timeout (SIGKILL, ours) is final.
             if server.proc.returncode is None or server.proc.returncode >= 0 or server.proc.returncode == -9:
                 raise
-            server = DotServer(fmt)
+            server = DotServer(exe, fmt)
             docs = server.lay_out(graphs, timeout)
     with _lock:
         if server.alive() and len(_idle[(exe, fmt)]) < KEEP_IDLE:
