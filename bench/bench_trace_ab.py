@@ -1,0 +1,86 @@
+"""Trace A/B: did a change make tracing slower? trace/forward ratios of two checkouts, interleaved.
+
+Command (from the repository root):
+    .venv/bin/python bench/bench_trace_ab.py OLD_DIR NEW_DIR [--rounds 3] [--repeat 15] [--no-flops]
+
+OLD_DIR and NEW_DIR are checkouts of this repository (e.g. ``git archive <commit> | tar -x -C DIR``).
+Each round runs one subprocess per checkout, alternating, on GPT-2 small and BERT base (bench_trace's
+models and inputs); each subprocess times the plain forward pass and the trace back to back, alternating
+which goes first, with one torch thread and CPU time (``time.process_time``), which a loaded shared machine
+disturbs far less than wall time. The table gives, per checkout, the median over rounds of each round's
+median of paired trace/forward ratios. ``--no-flops`` traces with ``flops=False`` (the recorder alone).
+Prints the table; writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_CHILD = r"""
+import json, statistics, sys, time, warnings
+sys.path.insert(0, sys.argv[1])
+sys.path.insert(0, sys.argv[2])
+warnings.filterwarnings("ignore")
+import torch
+torch.set_num_threads(1)
+from bench_trace import build
+from torchvista_dash import trace_model
+opts = {"flops": False} if sys.argv[4] == "1" else {}
+out = {}
+for name in ("GPT-2 small", "BERT base"):
+    model, ids, kw = build(name)
+    def fwd():
+        with torch.no_grad():
+            model(ids, **kw)
+    def tr():
+        trace_model(model, (ids,), kwargs=kw, **opts)
+    for f in (fwd, tr, fwd, tr):
+        f()
+    F, T = [], []
+    for i in range(int(sys.argv[3])):
+        for f, acc in (((fwd, F), (tr, T)) if i % 2 == 0 else ((tr, T), (fwd, F))):
+            t0 = time.process_time()
+            f()
+            acc.append(time.process_time() - t0)
+    out[name] = statistics.median(t / f for t, f in zip(T, F))
+print(json.dumps(out))
+"""
+
+
+def run(checkout: Path, repeat: int, no_flops: bool) -> dict[str, float]:
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(checkout), str(ROOT / "bench"), str(repeat), "1" if no_flops else "0"],
+        capture_output=True, text=True, timeout=1800, check=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("old", type=Path)
+    ap.add_argument("new", type=Path)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--no-flops", action="store_true")
+    opts = ap.parse_args()
+    ratios: dict[str, dict[str, list[float]]] = {"old": {}, "new": {}}
+    for _ in range(opts.rounds):
+        for key, path in (("old", opts.old), ("new", opts.new)):
+            for model, r in run(path, opts.repeat, opts.no_flops).items():
+                ratios[key].setdefault(model, []).append(r)
+    print("| model | old trace/forward | new trace/forward | rounds (old; new) |")
+    print("|---|---:|---:|---|")
+    for model in ratios["old"]:
+        old, new = ratios["old"][model], ratios["new"][model]
+        print(f"| {model} | {statistics.median(old):.2f}× | {statistics.median(new):.2f}× | "
+              f"{', '.join(f'{r:.2f}' for r in old)}; {', '.join(f'{r:.2f}' for r in new)} |")
+
+
+if __name__ == "__main__":
+    main()
