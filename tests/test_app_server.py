@@ -140,6 +140,9 @@ def _fresh_trace(width: int) -> Any:
 def test_a_layout_failure_on_the_first_page_is_shown_in_the_page(page: Any, tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TVD_DOT", str(_failing_dot(tmp_path)))
+    from torchvista_dash import layout as layout_mod
+
+    layout_mod.clear_cache()     # pieces are cached by structure: a model like one laid out before needs no dot
     srv = start(make_app([_fresh_trace(13)]))
     try:
         layout = requests.get(srv.url + "_dash-layout", headers={"Referer": srv.url}, timeout=60)

@@ -310,6 +310,9 @@ def test_export_graphviz_trouble_is_one_line(script: str | None, env: dict[str, 
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     width = 20 + len(message) % 7      # a view no earlier test laid out (the layout cache is process-wide)
+    from torchvista_dash import layout
+
+    layout.clear_cache()               # and its pieces, cached by structure, which other widths share
     (tmp_path / "m.py").write_text("import torch\nfrom torch import nn\n"
                                    f"def make():\n    return nn.Sequential(nn.Linear({width}, 2)), torch.rand(1, {width})\n")
     monkeypatch.syspath_prepend(str(tmp_path))
