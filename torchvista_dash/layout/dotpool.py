@@ -26,6 +26,8 @@ except ImportError:     # Windows
 PROBE = "digraph { a -> b }"    # a new process must answer this before it is trusted with a batch
 PROBE_TIMEOUT = 10.0            # seconds (dot answers it in milliseconds once started)
 KEEP_IDLE = 2               # idle processes kept per output format (the machines have two cores)
+MAX_GRAPHS = 48             # graphs one process lays out before it retires: Graphviz 2.43 keeps state between
+                            # graphs and was seen to crash (SIGSEGV) after 97 and 302 of them
 _READ = 1 << 20
 _DOC_END = b"\n}\n"         # dot's JSON documents close at column 0: nested braces are indented
 
@@ -50,6 +52,7 @@ class DotServer:
         for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             os.set_blocking(pipe.fileno(), False)
         self.err = bytearray()
+        self.served = 0
 
     def lay_out(self, graphs: list[str], timeout: float) -> list[bytes]:
         """Each graph's output, in order; GraphvizError (and the process killed) past ``timeout`` seconds."""
@@ -99,6 +102,7 @@ class DotServer:
         if out.strip():
             self.kill()
             raise GraphvizError("Graphviz dot wrote more than was asked for")
+        self.served += len(graphs)
         return docs
 
     def alive(self) -> bool:
@@ -146,7 +150,7 @@ def run_graphs(fmt: str, graphs: list[str], timeout: float) -> list[bytes]:
             server = DotServer(exe, fmt)
             docs = server.lay_out(graphs, timeout)
     with _lock:
-        if server.alive() and len(_idle[(exe, fmt)]) < KEEP_IDLE:
+        if server.alive() and server.served < MAX_GRAPHS and len(_idle[(exe, fmt)]) < KEEP_IDLE:
             _idle[(exe, fmt)].append(server)
             server = None
     if server is not None:
