@@ -135,3 +135,10 @@ def wait_settled(page: Any, aio_id: str, quiet_s: float = 0.15, timeout_s: float
         elif time.time() - stable_since >= quiet_s:
             return
     raise AssertionError("the plot never settled")
+
+
+def open_demo(page: Any, url: str, demo: str, aio_id: str = "gallery") -> None:
+    """Load one gallery demo and wait until its graph is drawn and still."""
+    page.goto(f"{url}?demo={demo}")
+    wait_drawn(page, aio_id)
+    wait_settled(page, aio_id)

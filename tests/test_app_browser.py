@@ -14,6 +14,7 @@ from support_app import (
     displayed_ranges,
     graph_dom_id,
     ids_drawn,
+    open_demo,
     screen_xy,
     start,
     wait_drawn,
@@ -30,12 +31,6 @@ from torchvista_dash.render import plotlyjs
 pytestmark = pytest.mark.browser
 
 G = "gallery"
-
-
-def open_demo(page: Any, url: str, demo: str) -> None:
-    page.goto(f"{url}?demo={demo}")
-    wait_drawn(page, G)
-    wait_settled(page, G)
 
 
 def to_screen(page: Any, aio_id: str, x: float, y: float) -> tuple[float, float]:

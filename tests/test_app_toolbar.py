@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 import pytest
-from support_app import click_id, css_id, ids_drawn, wait_drawn, wait_ids, wait_settled
+from support_app import click_id, css_id, ids_drawn, open_demo, wait_drawn, wait_ids, wait_settled
 
 from torchvista_dash import view
 from torchvista_dash.demos import demo_trace
@@ -15,12 +15,6 @@ from torchvista_dash.demos import demo_trace
 pytestmark = pytest.mark.browser
 
 G = "gallery"
-
-
-def open_demo(page: Any, url: str, demo: str) -> None:
-    page.goto(f"{url}?demo={demo}")
-    wait_drawn(page, G)
-    wait_settled(page, G)
 
 
 def depth_shown(page: Any) -> str:
