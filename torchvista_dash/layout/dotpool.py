@@ -16,19 +16,22 @@ import subprocess
 import threading
 import time
 
-from .run import _CAN_PUMP, DotRun, GraphvizError, GraphvizNotFound, find_dot, slots
-
-try:
-    import fcntl
-except ImportError:     # Windows
-    fcntl = None  # type: ignore[assignment]
+from .run import (
+    _CAN_PUMP,
+    _READ_SIZE,
+    DotRun,
+    GraphvizError,
+    GraphvizNotFound,
+    enlarge_pipes,
+    find_dot,
+    slots,
+)
 
 PROBE = "digraph { a -> b }"    # a new process must answer this before it is trusted with a batch
 PROBE_TIMEOUT = 10.0            # seconds (dot answers it in milliseconds once started)
 KEEP_IDLE = 2               # idle processes kept per output format (the machines have two cores)
 MAX_GRAPHS = 48             # graphs one process lays out before it retires: Graphviz 2.43 keeps state between
                             # graphs and was seen to crash (SIGSEGV) after 97 and 302 of them
-_READ = 1 << 20
 _DOC_END = b"\n}\n"         # dot's JSON documents close at column 0: nested braces are indented
 
 
@@ -43,12 +46,7 @@ class DotServer:
         except OSError:
             raise GraphvizNotFound(f"Graphviz `dot` at {exe} could not be started") from None
         assert self.proc.stdin is not None and self.proc.stdout is not None and self.proc.stderr is not None
-        for pipe in (self.proc.stdin, self.proc.stdout):
-            if fcntl is not None:
-                try:
-                    fcntl.fcntl(pipe.fileno(), 1031, _READ)     # F_SETPIPE_SZ: one write, no waiting
-                except OSError:
-                    pass
+        enlarge_pipes(self.proc)
         for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             os.set_blocking(pipe.fileno(), False)
         self.err = bytearray()
@@ -85,7 +83,7 @@ class DotServer:
                         if not todo:
                             sel.unregister(key.fd)
                         continue
-                    piece = os.read(key.fd, _READ)
+                    piece = os.read(key.fd, _READ_SIZE)
                     if not piece:       # dot exited
                         self.kill()
                         raise GraphvizError(f"Graphviz dot failed: {self.err.decode('utf-8', 'replace')[:2000]}")

@@ -204,6 +204,16 @@ def find_dot() -> str:
     return path
 
 
+def enlarge_pipes(proc: subprocess.Popen[bytes]) -> None:
+    """Big pipes: the DOT goes in with one write, and dot never waits on us while we read its output."""
+    for pipe in (proc.stdin, proc.stdout):
+        if fcntl is not None and pipe is not None:
+            try:
+                fcntl.fcntl(pipe.fileno(), _F_SETPIPE_SZ, _READ_SIZE)
+            except OSError:   # not Linux, or over the system's pipe limit: default pipes work too
+                pass
+
+
 class DotRun:
     """One ``dot -T<fmt>`` process (or another Graphviz ``program`` with extra ``args``), started at once and
     fed its DOT later with ``feed``.
@@ -222,13 +232,7 @@ class DotRun:
                 [exe, *args, f"-T{fmt}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         except OSError:
             raise GraphvizNotFound(f"Graphviz `{program}` at {exe} could not be started. {INSTALL_HINT}") from None
-        # big pipes: the DOT goes in with one write, and dot never waits on us while we read its output
-        for pipe in (self._proc.stdin, self._proc.stdout):
-            if fcntl is not None and pipe is not None:
-                try:
-                    fcntl.fcntl(pipe.fileno(), _F_SETPIPE_SZ, _READ_SIZE)
-                except OSError:   # not Linux, or over the system's pipe limit: default pipes work too
-                    pass
+        enlarge_pipes(self._proc)
 
     def feed(self, source: str | bytes, on_output: Callable[[bytes], None] | None = None) -> bytes:
         """Send the DOT, wait for dot (at most ``timeout`` seconds from here) and return its output.
