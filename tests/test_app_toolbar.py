@@ -261,4 +261,5 @@ def test_details_write_tensors_one_way_and_tracebacks_without_torch_frames(page:
     assert "Traceback" in text and "demos.py" in text and "torch.cat([self.left(x)" in text
     assert "site-packages/torch" not in text and "inside torch hidden" in text
     assert "[2×24 float32, 2×8 float32]" in text and "Tensor[" not in text      # args as shapes elsewhere
+    assert re.search(r"tensors\s+\[2×24 float32, 2×8 float32\]", text) and re.search(r"dim\s+0", text)
     assert "2×24 float32" in text

@@ -27,7 +27,7 @@ def test_failing_cat_marked_with_inputs_connected(failed_trace) -> None:
     assert bad.outputs == ()
     preds = sorted((g.node_by_id[e.src].parent, e.meta.shape) for e in g.edges if e.dst == bad.id)
     assert preds == [("mod:outer.inner.proj", (2, 4)), ("mod:outer.pre", (2, 8))]
-    assert dict(bad.args) == {"0": "[Tensor[2×4 float32], Tensor[2×8 float32]]", "dim": "0"}
+    assert dict(bad.args) == {"tensors": "[Tensor[2×4 float32], Tensor[2×8 float32]]", "dim": "0"}
     # only that op carries an error
     assert [n.id for n in g.nodes if n.error] == [bad.id]
 

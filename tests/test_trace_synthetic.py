@@ -95,11 +95,11 @@ def test_kwargs_are_inputs_and_scalars_are_details() -> None:
     g = _trace("kwargs")
     assert [n.name for n in g.nodes if n.kind == "input"] == ["x", "mask"]
     (mul,) = _by_name(g, "mul")
-    assert ("1", "2.0") in mul.args
+    assert ("other", "2.0") in mul.args
     (fill,) = _by_name(g, "masked_fill")
     (mask,) = _by_name(g, "mask", "input")
     assert mask.id in _preds(g, fill.id)
-    assert dict(fill.args)["0"] == "Tensor[2×8 float32]"
+    assert dict(fill.args)["self"] == "Tensor[2×8 float32]"
     assert fill.source is not None and fill.source.startswith("tests/support_models.py:")
 
 
@@ -127,7 +127,7 @@ def test_parameters_used_directly_getitem_setitem_and_transpose() -> None:
     assert setitem.outputs[0].shape == (2, 4)
     (out,) = [n for n in g.nodes if n.kind == "output"]
     assert _preds(g, out.id) == [setitem.id]       # the in-place write is the new producer of y
-    assert dict(getitem.args)["1"] == "0"
+    assert dict(getitem.args)["key"] == "0"
     assert g.node_by_id[_preds(g, getitem.id)[0]].name == "T"
 
 
@@ -172,7 +172,7 @@ def test_size_values_are_shown_where_used() -> None:
     assert _ops(g) == ["mul", "reshape", "sum"]      # .shape / .dim() are not nodes
     (reshape,) = _by_name(g, "reshape")
     (mul,) = _by_name(g, "mul")
-    assert dict(reshape.args)["1"] == f"(2, 3) (shape of {mul.id})"
+    assert dict(reshape.args)["shape"] == f"(2, 3) (shape of {mul.id})"
     assert dict(_by_name(g, "sum")[0].args)["dim"] == "1"
 
 

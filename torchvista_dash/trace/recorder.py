@@ -20,6 +20,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from ..graph import Edge, ModuleCall, Node, TensorMeta, call_id_for
+from .argnames import items as arg_items
 from .cost import FlopMeter
 from .describe import IN_PLACE_NONE_RETURN, clip, func_name, short_repr, source_path
 from .facts import METAS, ModelFacts, fast_factory, new_edge, new_node, tensor_meta
@@ -215,7 +216,7 @@ class Recorder:
         pending: list[tuple[str, str, TensorMeta, int]] = []
         producer = self.producer
         pos = 0
-        for key, a in _items(args, kwargs):
+        for key, a in arg_items(func, args, kwargs):
             if isinstance(a, _Tensor):
                 ia = id(a)
                 e = producer.get(ia)
@@ -383,18 +384,6 @@ class RecordingMode(TorchFunctionMode):
 
 
 # ---- helpers --------------------------------------------------------------------------------------
-_POS = tuple(str(i) for i in range(256))
-
-
-def _items(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """(name, value) for every argument: positional ones named "0", "1", ..., then the keywords."""
-    if len(args) > len(_POS):
-        return [*((str(i), a) for i, a in enumerate(args)), *kwargs.items()]
-    if kwargs:
-        return [*zip(_POS, args), *kwargs.items()]  # noqa: B905 - _POS is longer than args (checked above)
-    return zip(_POS, args)  # noqa: B905
-
-
 def in_chain(target: BaseException, exc: BaseException | None) -> bool:
     """Is ``target`` the exception ``exc`` or one it was raised from / while handling?"""
     seen = 0
