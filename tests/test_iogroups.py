@@ -55,9 +55,11 @@ def test_a_llamas_cache_and_hidden_states_are_one_box_each(llama: Graph) -> None
     parts = [n.label for n in vg2.nodes if n.parent == "io:output:cache"]
     assert parts == [f"cache.layers[{i}].{f}" for i in range(3) for f in ("keys", "values")]
     assert view.build_view(llama, view.toggle(llama, opened, "io:output:cache")) == vg
-    # expand all opens the groups too; search finds a part inside its closed group
-    assert "io:output:hidden_states" in {c.id for c in view.build_view(llama, view.make_spec(llama, depth=None),
-                                                                         node_budget=10_000).clusters}
+    # every op drawn (depth None, expand all) still draws each group as one box; search finds a part inside it
+    for spec in (view.make_spec(llama, depth=None), view.expand_everything(llama)):
+        every = view.build_view(llama, spec, node_budget=10_000)
+        assert {"io:output:cache", "io:output:hidden_states"} <= {n.id for n in every.nodes}
+        assert not {c.id for c in every.clusters} & set(io_groups(llama).groups)
     part = next(n.id for n in llama.nodes if n.name == "cache.layers[1].values")
     assert view.visible_id_of(llama, vg, part) == "io:output:cache"
     found = view.expand_to(llama, vg.spec, part)
@@ -107,5 +109,39 @@ def test_the_cache_box_opens_with_a_click(page: Any, llama: Graph) -> None:
         wait_ids(page, "main", "nodes:labels", present=(part,), absent=("io:output:cache",))
         page.wait_for_function("(s) => document.querySelector(s).innerText.includes('cache.layers[2].values')",
                                arg=css_id("main", "details"))
+    finally:
+        srv.stop()
+
+
+@pytest.mark.browser
+def test_expand_all_on_a_llama_with_its_kv_cache_keeps_the_cache_one_box(page: Any) -> None:
+    """Default settings (the cache on): "Expand all" draws every op, and the cache stays one box."""
+    from transformers import LlamaConfig, LlamaModel
+
+    from torchvista_dash import Trace
+    from torchvista_dash.app.server import make_app
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    assert cfg.use_cache
+    ids = torch.randint(0, 128, (1, 8), generator=torch.Generator().manual_seed(0))
+    g = trace_model(LlamaModel(cfg).eval(), (ids,)).graph
+    (gid,) = [k for k, grp in io_groups(g).groups.items() if grp.kind == "output"]
+    parts = io_groups(g).groups[gid].members
+    assert len(parts) == 8                                              # 4 layers × (keys, values)
+    srv = start(make_app([Trace(g)]))
+    try:
+        page.goto(srv.url)
+        wait_drawn(page, "main")
+        page.click(css_id("main", "expand_all"))
+        ops = tuple(n.id for n in g.nodes if n.kind == "op")
+        wait_ids(page, "main", "nodes:labels", present=(*ops, gid), absent=parts[:1])
+        drawn = set(ids_drawn(page, "main", "nodes:labels"))
+        assert not drawn & set(parts) and [i for i in drawn if i.startswith("io:output")] == [gid]
+        page.wait_for_function("(s) => document.querySelector(s).innerText.trim() === 'every op'",
+                               arg=css_id("main", "depth"), timeout=20_000)
+        click_id(page, "main", gid)                                     # the user opens it: its parts
+        wait_ids(page, "main", "nodes:labels", present=parts, absent=(gid,))
     finally:
         srv.stop()

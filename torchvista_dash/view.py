@@ -63,9 +63,9 @@ def make_spec(graph: Graph, depth: int | None = 1, expanded: Iterable[str] | Non
     if isinstance(expanded, str) or isinstance(unfolded, str):
         raise TypeError("expanded/unfolded take a collection of names, e.g. expanded={'encoder'}, not a string")
     idx = index_of(graph)
+    # Grouped inputs/outputs (iogroups.py) stay closed at every depth, depth None included: they are data,
+    # not modules, and 64 cache tensors opened side by side squeeze the model. The user opens one by a click.
     opened = {c.id for c in graph.module_calls if auto_expanded(c, depth)}
-    if depth is None:                     # everything open: grouped inputs/outputs too
-        opened.update(io_groups(graph).groups)
     opened_folds: set[str] = set()
     pins: set[str] = set()
     for cid in _resolve_calls(graph, expanded or (), "expanded"):
@@ -85,7 +85,8 @@ def make_spec(graph: Graph, depth: int | None = 1, expanded: Iterable[str] | Non
 
 
 def expand_everything(graph: Graph, fold_repeats: bool = True, show_params: bool = False) -> ViewSpec:
-    """What "Expand all" means: every call open and every folded run unfolded (grouped inputs/outputs too)."""
+    """What "Expand all" means: every call open and every folded run unfolded; grouped inputs/outputs stay
+    one box each (see ``make_spec``)."""
     spec = make_spec(graph, depth=None, fold_repeats=fold_repeats, show_params=show_params)
     return replace(spec, unfolded=frozenset(index_of(graph).runs))
 
