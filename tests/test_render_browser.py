@@ -110,7 +110,7 @@ def test_hover_shows_module_details(loaded):
 
 
 def test_zoomed_out_view_draws_no_text_until_zoomed_in(browser, tmp_path):
-    """A tall view at its fit is too small to read: the picture draws no text (its level of detail), hover and
+    """A tall view fitted whole is too small to read: the picture draws no text (its level of detail), hover and
     clicks still work on every box; zoomed in, the labels are drawn."""
     g, vg, lay = grid_case(300, cols=2)
     fig = make_figure(g, vg, lay)
@@ -121,6 +121,11 @@ def test_zoomed_out_view_draws_no_text_until_zoomed_in(browser, tmp_path):
         page = ctx.new_page()
         page.goto(path.as_uri())
         page.wait_for_selector(".imagelayer image")
+        assert drawn_labels(page, HTML_DIV_ID)["labels"], "it starts at a readable window on its top"
+        # the whole view with a margin, as "fit to screen" shows it
+        page.evaluate("(id) => { const gd = document.getElementById(id), b = gd._fullLayout.meta.torchvista_dash.bounds;"
+                      " return Plotly.relayout(gd, {'xaxis.range': [b[0] - 12, b[2] + 12],"
+                      " 'yaxis.range': [b[1] - 12, b[3] + 12]}); }", HTML_DIV_ID)
         assert drawn_labels(page, HTML_DIV_ID)["labels"] == []
         page.evaluate(LISTEN, HTML_DIV_ID)
         x, y = point_of(page, "nodes:labels", "n:100", 0.85, 0.85)

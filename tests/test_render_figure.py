@@ -16,8 +16,15 @@ from support_render import picture_texts as texts
 
 from torchvista_dash.layout.types import Layout
 from torchvista_dash.render import UIREVISION, make_figure
-from torchvista_dash.render.figure import FAILED_WINDOW, header_rows
-from torchvista_dash.render.picture import LOD_SCALE, fit_text
+from torchvista_dash.render.figure import (
+    FAILED_WINDOW,
+    NOMINAL_PLOT_PX,
+    START_SCALE,
+    fit_scale,
+    header_rows,
+    start_window,
+)
+from torchvista_dash.render.picture import LOD_SCALE, extent, fit_text
 
 
 def ids_in(fig, names) -> list[str]:
@@ -280,3 +287,44 @@ def test_failed_view_of_a_large_graph_zooms_to_a_window_on_the_failure():
     (xa, xb), (ya, yb) = fig.layout.xaxis.range, fig.layout.yaxis.range
     assert (xb - xa, yb - ya) == pytest.approx(FAILED_WINDOW, abs=0.2)
     assert abs((xa + xb) / 2 - (x0 + x1) / 2) < 1 and abs((ya + yb) / 2 - (y0 + y1) / 2) < 1
+
+
+def _window_scale(win: tuple[float, float, float, float]) -> float:
+    return min(NOMINAL_PLOT_PX[0] / (win[2] - win[0]), NOMINAL_PLOT_PX[1] / (win[3] - win[1]))
+
+
+def test_a_view_that_reads_whole_starts_whole() -> None:
+    g, vg, lay = grid_case(30)
+    assert start_window(lay) is None
+    fig = make_figure(g, vg, lay)
+    xs = [c for b in lay.nodes.values() for c in (b[0], b[2])]
+    assert fig.layout.xaxis.range[0] < min(xs) and fig.layout.xaxis.range[1] > max(xs)
+
+
+def test_a_tall_view_starts_readable_at_its_first_rank_and_fits_its_width() -> None:
+    g, vg, lay = grid_case(600, cols=3)           # 200 rows: whole, it is a few pixels per box
+    x0 = min(b[0] for b in lay.nodes.values())
+    x1 = max(b[2] for b in lay.nodes.values())
+    top = max(b[3] for b in lay.nodes.values())
+    assert fit_scale((x0, 0.0, x1, top)) < LOD_SCALE["o"]
+    win = start_window(lay)
+    assert win is not None
+    assert START_SCALE <= _window_scale(win) <= 1.0 + 1e-6    # op names and shape lines are drawn there
+    assert win[0] <= x0 and win[2] >= x1                      # the whole width: three columns fit
+    drawing_top = extent(lay, 0.0)[3]                         # the root cluster's top, above the first box
+    assert win[3] >= drawing_top and win[3] - drawing_top < 30    # the top of the graph, not its middle
+    fig = make_figure(g, vg, lay)
+    assert list(fig.layout.yaxis.range) == [win[1], win[3]]
+
+
+def test_a_long_left_to_right_view_starts_at_its_left_end() -> None:
+    g, vg, lay = grid_case(600, cols=3)
+    # the same boxes turned a quarter: 200 columns of 3, ranks running left to right
+    turn = {k: (b[1], -b[2], b[3], -b[0]) for k, b in lay.nodes.items()}
+    lr = dataclasses.replace(lay, nodes=turn, clusters={k: (b[1], -b[2], b[3], -b[0]) for k, b in lay.clusters.items()},
+                             edges=(), rankdir="LR")
+    win = start_window(lr)
+    assert win is not None
+    left = extent(lr, 0.0)[0]
+    assert win[0] <= left and left - win[0] < 30
+    assert _window_scale(win) >= START_SCALE

@@ -146,13 +146,13 @@ def step(trigger: str | None, value: Any, data: dict[str, Any], relayout: dict[s
             highlight = view_mod.visible_id_of(graph, state.visible(tid, new_spec), value)
             ranges = state.centre_on(ranges, state.layout_of(tid, new_spec, rankdir), highlight)
     elif trigger == "fit":
-        fit = True
+        return NextView(new_spec, rankdir, theme, highlight, state.full_ranges(old_layout), zoom_back)
     elif trigger == "color_by":
         pass                                  # the same view, painted otherwise (``_apply`` sets it)
     else:
         return None
     if fit:
-        ranges = state.full_ranges(state.layout_of(tid, new_spec, rankdir))
+        ranges = state.start_ranges(state.layout_of(tid, new_spec, rankdir))
     return NextView(new_spec, rankdir, theme, highlight, ranges, zoom_back)
 
 

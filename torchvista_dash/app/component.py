@@ -100,7 +100,7 @@ class ModelGraph(html.Div):
             view_mod.check_spec(trace.graph, spec)
             spec, highlight = state.drawn_spec(tid, spec), None
         draw = replace(draw, highlight=highlight if draw.highlight is None else draw.highlight)
-        ranges = state.full_ranges(state.layout_of(tid, spec, draw.rankdir))
+        ranges = state.start_ranges(state.layout_of(tid, spec, draw.rankdir))
         vg = state.visible(tid, spec)
         figure = state.figure_with_ranges(tid, spec, draw, ranges)
         store = {"trace": tid, **state.spec_to_store(spec), **state.draw_to_store(draw),

@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from ..options import DEFAULT_DRAW, DEFAULT_VIEW, DrawOptions, ViewOptions
 from ..pipeline import paint_of
+from ..render.figure import start_window
 from ..render.static import static_image
 from ..render.style import get_theme
 from ..view_types import ViewSpec
@@ -26,6 +27,8 @@ PICTURE_ID = "tvd-first-picture"
 # them before it runs Dash's scripts. Such pages draw as before, when plotly is ready.
 MAX_PICTURE_BYTES = 600_000
 _COMMENTS_AND_TITLES = re.compile(r"<!--.*?-->|<title>.*?</title>", re.S)
+# Graphviz draws layout point (x, y) at SVG (x + tx, ty - y) inside this group (pad and y flip)
+_TRANSLATE = re.compile(r'<g id="graph0"[^>]*translate\(([-\d.]+) ([-\d.]+)\)')
 GRAPH_TOP_PX = 130      # a ModelGraph's header, notes and two toolbar rows, above its plot (default fonts)
 
 # Hidden as soon as any plotly graph on the page has drawn (plotly's main-svg appears in the same frame).
@@ -71,7 +74,15 @@ def first_picture_html(trace_id: str, view: ViewOptions = DEFAULT_VIEW, draw: Dr
         return ""
     head_end = body.index(">")
     tag = re.sub(r'\s(width|height)="[^"]*"', "", body[:head_end])
-    body = f'{tag} width="100%" height="100%" preserveAspectRatio="xMidYMid meet"' + body[head_end:]
+    align = "xMidYMid"
+    window = start_window(state.layout_of(trace_id, spec, draw.rankdir))
+    shift = _TRANSLATE.search(body)
+    if window is not None and shift is not None:     # the window the figure starts at, not the whole view
+        tx, ty = float(shift.group(1)), float(shift.group(2))
+        x0, y0, x1, y1 = window
+        tag = re.sub(r'\sviewBox="[^"]*"', f' viewBox="{x0 + tx:.1f} {ty - y1:.1f} {x1 - x0:.1f} {y1 - y0:.1f}"', tag)
+        align = "xMidYMin"
+    body = f'{tag} width="100%" height="100%" preserveAspectRatio="{align} meet"' + body[head_end:]
     name = html.escape(graph.model_name or "model")
     # The header line comes after the picture in the page (CSS puts it on top), so when it is painted the
     # whole picture has been parsed: its element timing is the picture's first paint (bench/bench_app.py).

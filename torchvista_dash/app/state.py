@@ -32,6 +32,7 @@ from .viewport import (
     keep_inside,
     ranges_from_relayout,
     shift,
+    start_ranges,
 )
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "drawn_spec", "figure_json",
     "figure_with_ranges", "first_view", "full_ranges", "initial_spec", "is_echo", "keep_inside", "layout_of",
     "precompute_neighbours", "precomputer", "ranges_from_relayout", "shift", "spec_from_store", "spec_to_store",
+    "start_ranges",
     "visible",
 ]
 

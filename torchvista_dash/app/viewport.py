@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..layout.types import Box, Layout
+from ..render.figure import start_window
 
 MARGIN = 20.0               # layout units around the picture when fitting to screen
 
@@ -16,6 +17,15 @@ Ranges = list[list[float]]  # [[x0, x1], [y0, y1]]
 
 def full_ranges(layout: Layout) -> Ranges:
     return [[-MARGIN, layout.width + MARGIN], [-MARGIN, layout.height + MARGIN]]
+
+
+def start_ranges(layout: Layout) -> Ranges:
+    """Where a new view starts: the whole graph, or for one too big to read whole, a readable window on its
+    first rank (``render.figure.start_window``); "fit to screen" still shows it whole (``full_ranges``)."""
+    win = start_window(layout)
+    if win is None:
+        return full_ranges(layout)
+    return [[win[0], win[2]], [win[1], win[3]]]
 
 
 def box_of(layout: Layout, vid: str | None) -> Box | None:

@@ -43,6 +43,7 @@ LABEL_PT = picture.LABEL_PT     # the font size (points) boxes are sized for by 
 HEADER_ROW = 20.0               # points: a cluster's header row (the layout leaves about 26 above its contents)
 PAD = 12.0                      # points around the graph in the initial view
 FAILED_WINDOW = (900.0, 600.0)  # points shown around the failing op in a failed trace's initial view
+START_SCALE = picture.LOD_SCALE["s"]   # px per point a too-big view starts at: op names and shape lines drawn
 SCROLL_CONFIG = {"scrollZoom": True, "displaylogo": False, "doubleClick": "reset"}
 _HIDDEN = "rgba(0,0,0,0)"
 
@@ -56,6 +57,38 @@ def fit_scale(bounds: Box) -> float:
     w = max(bounds[2] - bounds[0] + 2 * PAD, 1.0)
     h = max(bounds[3] - bounds[1] + 2 * PAD, 1.0)
     return min(NOMINAL_PLOT_PX[0] / w, NOMINAL_PLOT_PX[1] / h)
+
+
+def start_window(layout: Layout) -> Box | None:
+    """Where a view too big to read when fitted starts: a window on its first rank (top in TB, left in LR) at a
+    scale where op names and shape lines are drawn, fitted across the ranks when that still reads, else centred
+    on the first rank's first box. ``None`` when the whole view fits the plot readably (then it starts whole).
+
+    A 32-layer every-op view fitted whole is a few pixels per box and shows no text at all; users of map-like
+    viewers expect to start readable and pan, with "fit to screen" one click away."""
+    bounds = _bounds(layout)
+    if not layout.nodes or fit_scale(bounds) >= picture.LOD_SCALE["o"]:
+        return None
+    down = layout.rankdir in ("TB", "BT")
+    x0, y0, x1, y1 = bounds[0] - PAD, bounds[1] - PAD, bounds[2] + PAD, bounds[3] + PAD
+    across_px, across = (NOMINAL_PLOT_PX[0], x1 - x0) if down else (NOMINAL_PLOT_PX[1], y1 - y0)
+    scale = max(START_SCALE, min(across_px / max(across, 1.0), 1.0))
+    w, h = NOMINAL_PLOT_PX[0] / scale, NOMINAL_PLOT_PX[1] / scale
+    first = {"TB": lambda b: -b[3], "BT": lambda b: b[1], "LR": lambda b: b[0], "RL": lambda b: -b[2]}[layout.rankdir]
+    fb = min(layout.nodes.values(), key=lambda b: (first(b), b[0], b[1]))
+    cx, cy = (fb[0] + fb[2]) / 2, (fb[1] + fb[3]) / 2
+
+    def place(lo: float, hi: float, size: float, centre: float, start: float | None) -> tuple[float, float]:
+        if size >= hi - lo:                  # the whole extent fits this way: centre it
+            mid = (lo + hi) / 2
+            return mid - size / 2, mid + size / 2
+        a = start if start is not None else min(max(centre - size / 2, lo), hi - size)
+        return a, a + size
+
+    rd = layout.rankdir
+    wx = place(x0, x1, w, cx, {"LR": x0, "RL": x1 - w}.get(rd))
+    wy = place(y0, y1, h, cy, {"TB": y1 - h, "BT": y0}.get(rd))
+    return (round(wx[0], 1), round(wy[0], 1), round(wx[1], 1), round(wy[1], 1))
 
 
 def min_label_scale() -> float:
@@ -77,12 +110,16 @@ def _check(vg: VisibleGraph, layout: Layout, highlight: str | None) -> None:
 
 
 def _initial_ranges(graph: Graph, vg: VisibleGraph, layout: Layout, bounds: Box) -> tuple[list, list]:
-    """The whole graph; for a failed trace, a window centred on the failing op (or the box that holds it):
-    the smallest one that still shows the whole graph if its labels stay drawn, else ``FAILED_WINDOW``."""
+    """The whole graph, or ``start_window`` when it does not read whole; for a failed trace, a window centred on
+    the failing op (or the box that holds it): the smallest one that still shows the whole graph if its labels
+    stay drawn, else ``FAILED_WINDOW``."""
     x0, y0, x1, y1 = bounds
     xr, yr = [x0 - PAD, x1 + PAD], [y0 - PAD, y1 + PAD]
     failed = [n.id for n in vg.nodes if n.failed]
-    if graph.error is not None and failed:
+    start = start_window(layout)
+    if start is not None and not (graph.error is not None and failed):
+        xr, yr = [start[0], start[2]], [start[1], start[3]]
+    elif graph.error is not None and failed:
         target = graph.error.node if graph.error.node in layout.nodes else failed[0]
         bx0, by0, bx1, by1 = layout.nodes[target]
         cx, cy = (bx0 + bx1) / 2, (by0 + by1) / 2
