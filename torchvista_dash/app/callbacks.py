@@ -22,7 +22,7 @@ from .. import view as view_mod
 from ..options import depth_from_text
 from ..render.style import get_theme
 from ..view_types import ViewSpec
-from . import registry, state, zoom
+from . import progress, registry, state, zoom
 from .details import details, error_text, selection
 from .ids import ids
 from .search import browse, search
@@ -222,6 +222,15 @@ def details_for(trigger: str | None, value: Any, data: dict[str, Any]) -> tuple[
     return details(tid, value, members), selection(tid, value, members)
 
 
+PROGRESS_SHOWN = {"display": "block", "fontSize": "12px", "minHeight": "18px"}
+PROGRESS_HIDDEN = {"display": "none"}
+
+
+def _aio() -> Any:
+    """The ModelGraph a callback serves (the MATCHed ``aio_id`` of what triggered it)."""
+    return ctx.triggered_id.get("aio_id") if isinstance(ctx.triggered_id, dict) else None
+
+
 def _message(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
@@ -272,6 +281,10 @@ def register(callback: Callable[..., Any]) -> None:
         State(ids.graph(MATCH), "relayoutData"),
         prevent_initial_call=True,
         on_error=_view_error,
+        # while it runs, the progress line polls how far it got (progress.py); off again with the answer
+        running=[(Output(ids.progress_poll(MATCH), "disabled"), False, True),
+                 (Output(ids.progress(MATCH), "children"), "", ""),
+                 (Output(ids.progress(MATCH), "style"), PROGRESS_SHOWN, PROGRESS_HIDDEN)],
     )
     def update_view(click, _ea, _ca, depth, options, direction, theme, search, _fit, color_by, data, relayout):
         trigger = ctx.triggered_id["subcomponent"] if isinstance(ctx.triggered_id, dict) else None
@@ -280,8 +293,32 @@ def register(callback: Callable[..., Any]) -> None:
         # a chosen search hit is shown (centred, highlighted, in the details), then the box is emptied: a box
         # holding a value puts the cursor on that option when reopened, and the next typing would be lost
         cleared = None if trigger == "search" and search else no_update
-        return *_apply(trigger, value, data, relayout, with_controls(data, options, direction, theme), depth,
-                       click if trigger == "graph" else None), cleared
+        key = progress.request_key(_aio(), data, click, _ea, _ca, depth, options, direction, theme, search, _fit,
+                                   color_by)
+        with progress.request(key):
+            return *_apply(trigger, value, data, relayout, with_controls(data, options, direction, theme), depth,
+                           click if trigger == "graph" else None), cleared
+
+    # Polled only while update_view runs: the same values update_view was sent find its progress record.
+    @callback(
+        Output(ids.progress(MATCH), "children"),
+        Input(ids.progress_poll(MATCH), "n_intervals"),
+        State(ids.graph(MATCH), "clickData"),
+        State(ids.expand_all(MATCH), "n_clicks"),
+        State(ids.collapse_all(MATCH), "n_clicks"),
+        State(ids.depth(MATCH), "value"),
+        State(ids.options(MATCH), "value"),
+        State(ids.direction(MATCH), "value"),
+        State(ids.theme(MATCH), "value"),
+        State(ids.search(MATCH), "value"),
+        State(ids.fit(MATCH), "n_clicks"),
+        State(ids.color_by(MATCH), "value"),
+        State(ids.store(MATCH), "data"),
+        prevent_initial_call=True,
+    )
+    def show_progress(_n, click, ea, ca, depth, options, direction, theme, search, fit, color_by, data):
+        return progress.text(progress.request_key(_aio(), data, click, ea, ca, depth, options, direction, theme,
+                                                  search, fit, color_by))
 
     # The details panel has its own callbacks: their answer is drawn after (not with) the graph's. Both also
     # say what is selected in the ``selected`` store, for the user's own callbacks.

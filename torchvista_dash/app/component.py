@@ -28,7 +28,7 @@ from ..options import (
 )
 from ..traced import Trace
 from ..view_types import ViewSpec
-from . import callbacks, registry, state
+from . import callbacks, progress, registry, state
 from .details import details, header, selection
 from .ids import ids as _ids
 from .search import browse
@@ -162,6 +162,10 @@ class ModelGraph(html.Div):
                                  style={"fontSize": "12px", "minHeight": "18px"}),
                         delay_show=200, type="dot", className="tvd-loading",
                         parent_style={"minHeight": "18px"}),
+            # what a slow view change is doing (stage, n of m modules): shown only while it runs (progress.py)
+            html.Div(id=_ids.progress(aio_id), className="tvd-progress", **{"aria-live": "polite"},
+                     style={"display": "none", "fontSize": "12px"}),
+            dcc.Interval(id=_ids.progress_poll(aio_id), interval=progress.POLL_MS, disabled=True),
             html.Div([toolbar, toolbar2], className="tvd-toolbars"),   # one wrapped row on a narrow page (tvd.css)
             body,
             dcc.Store(id=_ids.store(aio_id), data=store),

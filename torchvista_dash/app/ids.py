@@ -12,7 +12,7 @@ COMPONENT = "ModelGraph"
 
 SUBCOMPONENTS = ("root", "graph", "store", "details", "header", "notes", "expand_all", "collapse_all", "depth",
                  "options", "direction", "theme", "fit", "search", "export_html", "export_svg", "export_png",
-                 "export_json", "download", "export_status", "color_by", "selected")
+                 "export_json", "download", "export_status", "color_by", "selected", "progress", "progress_poll")
 
 
 def make(sub: str, aio_id: Any) -> dict[str, Any]:
@@ -47,3 +47,6 @@ class ids:  # noqa: N801 - the Dash All-in-One convention: ModelGraph.ids.graph(
     color_by = staticmethod(lambda aio_id: make("color_by", aio_id))
     # what the user last clicked or searched: {"id", "kind", "qualname", "cls", ...} (details.selection), or None
     selected = staticmethod(lambda aio_id: make("selected", aio_id))
+    # how far a slow view change has got (progress.py): the text, and the interval that polls while it runs
+    progress = staticmethod(lambda aio_id: make("progress", aio_id))
+    progress_poll = staticmethod(lambda aio_id: make("progress_poll", aio_id))

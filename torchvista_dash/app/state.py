@@ -12,13 +12,13 @@ from dataclasses import replace
 from typing import Any
 
 from .. import view as view_mod
-from ..layout import layout_view
+from ..layout import layout_view, reporting
 from ..layout.types import Layout
 from ..options import DEFAULT_NODE_BUDGET, DEFAULT_VIEW, DrawOptions, ViewOptions
 from ..pipeline import paint_of
 from ..render import make_figure
 from ..view_types import ViewSpec, VisibleGraph
-from . import registry
+from . import progress, registry
 from .precompute import Precomputer
 from .store import draw_from_store, draw_to_store, spec_from_store, spec_to_store
 from .viewport import (
@@ -81,8 +81,17 @@ def drawn_spec(trace_id: str, spec: ViewSpec) -> ViewSpec:
 
 
 def layout_of(trace_id: str, spec: ViewSpec, rankdir: str) -> Layout:
-    return registry.entry(trace_id).layouts.get(
-        (spec, rankdir), lambda: layout_view(visible(trace_id, spec), rankdir=rankdir))
+    work = ("layout", trace_id, spec, rankdir)
+
+    def make() -> Layout:
+        try:
+            with reporting(progress.reporter(work)):     # whichever thread lays it out, the waiting page sees
+                return layout_view(visible(trace_id, spec), rankdir=rankdir)
+        finally:
+            progress.finished(work)
+
+    with progress.waiting_for(work, "laying out"):
+        return registry.entry(trace_id).layouts.get((spec, rankdir), make)
 
 
 def figure_json(trace_id: str, spec: ViewSpec, draw: DrawOptions) -> dict[str, Any]:
@@ -92,8 +101,10 @@ def figure_json(trace_id: str, spec: ViewSpec, draw: DrawOptions) -> dict[str, A
     def make() -> dict[str, Any]:
         graph = entry.trace.graph
         vg = visible(trace_id, spec)
+        lay = layout_of(trace_id, spec, draw.rankdir)
+        progress.stage(f"drawing {len(vg.nodes):,} boxes")
         paint = paint_of(graph, vg, draw, entry.trace.paint(vg, draw.theme))
-        fig = make_figure(graph, vg, layout_of(trace_id, spec, draw.rankdir), paint=paint, **draw.for_render())
+        fig = make_figure(graph, vg, lay, paint=paint, **draw.for_render())
         return fig.to_plotly_json()
 
     return entry.figures.get((spec, draw), make)
