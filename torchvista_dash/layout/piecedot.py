@@ -161,37 +161,62 @@ def piece_dot(key: tuple) -> tuple[str, list[tuple[int, int, dict[str, object]]]
     return g.to_string(), edges, follow, slots
 
 
-def _trim(key: tuple, width: float, height: float, centres: tuple[Point, ...],
-          lines: list[Polyline]) -> tuple[float, float, tuple[Point, ...], list[Polyline]]:
+def _trim(key: tuple, width: float, height: float, centres: tuple[Point, ...], flat: np.ndarray,
+          starts: list[int]) -> tuple[float, float, tuple[Point, ...], np.ndarray]:
     """Close the gap dot leaves between the ports' rank and the first (last) rank of boxes: ports are points on
-    the border, not a rank of their own, and each one cost a cluster a rank's height at both ends."""
+    the border, not a rank of their own, and each one cost a cluster a rank's height at both ends.
+    ``flat`` holds every piece edge's polyline, edge k at ``starts[k]:starts[k + 1]`` (numpy: a tall piece
+    has tens of thousands of points)."""
     rankdir, children, n_in, n_out, specs = key
     n = len(children)
-    fwd, extent, across = _to_frame(rankdir, width, height)
-    pts = [fwd(c) for c in centres]
-    polys = [[fwd(p) for p in line] for line in lines]
+    extent, across = (height, width) if rankdir in ("TB", "BT") else (width, height)
+    pts = _frame_xy(rankdir, width, height, np.array(centres, dtype=float).reshape(-1, 2))
+    polys = _frame_xy(rankdir, width, height, flat)
     # the free band between the ports and the nearest box (sources without inputs share the ports' rank)
-    half = [(h if rankdir in ("TB", "BT") else w) / 2 for (w, h), _i, _o in children]
-    hi = max((pts[s][1] + half[s] for s in range(n)), default=0.0)
-    lo = min((pts[s][1] - half[s] for s in range(n)), default=extent)
+    half = np.array([(h if rankdir in ("TB", "BT") else w) / 2 for (w, h), _i, _o in children], dtype=float)
+    hi = float((pts[:n, 1] + half).max()) if n else 0.0
+    lo = float((pts[:n, 1] - half).min()) if n else extent
     cut_top = max(0.0, min(RANK_GAP, extent - hi - KEEP)) if n_in else 0.0
     cut_bottom = max(0.0, min(RANK_GAP, lo - KEEP)) if n_out else 0.0
     top = max(extent - cut_top - cut_bottom, 1.0)
-    pts = [(u, v - cut_bottom) for u, v in pts]
-    for s in range(n, n + n_in):
-        pts[s] = (pts[s][0], top)
-    for s in range(n + n_in, n + n_in + n_out):
-        pts[s] = (pts[s][0], 0.0)
+    pts[:, 1] -= cut_bottom
+    pts[n:n + n_in, 1] = top
+    pts[n + n_in:n + n_in + n_out, 1] = 0.0
+    polys[:, 1] = np.minimum(np.maximum(polys[:, 1] - cut_bottom, 0.0), top)
     for k, (tail, head, *_rest) in enumerate(specs):
-        line = [(u, min(max(v - cut_bottom, 0.0), top)) for u, v in polys[k]]
         if n <= tail < n + n_in:
-            line[0] = pts[tail]
+            polys[starts[k]] = pts[tail]
         if n + n_in <= head < n + n_in + n_out:
-            line[-1] = pts[head]
-        polys[k] = line
-    back = from_frame(rankdir, top)
+            polys[starts[k + 1] - 1] = pts[head]
     w, h = (across, top) if rankdir in ("TB", "BT") else (top, across)
-    return w, h, tuple(back(p) for p in pts), [tuple(back(p) for p in line) for line in polys]
+    back = _unframe_xy(rankdir, top, pts)
+    return w, h, tuple(map(tuple, back.tolist())), _unframe_xy(rankdir, top, polys)
+
+
+def _frame_xy(rankdir: str, width: float, height: float, xy: np.ndarray) -> np.ndarray:
+    """``_to_frame``'s map applied to an (n, 2) array (a new array)."""
+    x, y = xy[:, 0], xy[:, 1]
+    if rankdir == "TB":
+        return xy.astype(float, copy=True)
+    if rankdir == "BT":
+        return np.column_stack((x, height - y))
+    if rankdir == "LR":
+        return np.column_stack((y, width - x))
+    return np.column_stack((y, x))
+
+
+def _unframe_xy(rankdir: str, extent: float, xy: np.ndarray) -> np.ndarray:
+    """``from_frame``'s map applied to an (n, 2) array, rounded to 1/100 pt."""
+    u, v = xy[:, 0], xy[:, 1]
+    if rankdir == "TB":
+        out = np.column_stack((u, v))
+    elif rankdir == "BT":
+        out = np.column_stack((u, extent - v))
+    elif rankdir == "LR":
+        out = np.column_stack((extent - v, u))
+    else:
+        out = np.column_stack((v, u))
+    return np.round(out, 2) + 0.0      # + 0.0: no negative zeros
 
 
 def _to_frame(rankdir: str, width: float, height: float) -> tuple[Callable[[Point], Point], float, float]:
@@ -231,6 +256,21 @@ def _straighten(pts: list[Point]) -> Polyline:
             out.append(b)           # a bend, or a turn back: kept
     out.append(pts[-1])
     return tuple(out)
+
+
+def _straighten_xy(pts: np.ndarray) -> np.ndarray:
+    """``_straighten`` of an (n, 2) array. Points strictly inside a run along one axis-parallel line (same x,
+    or same y, going on the same way: dot's one point per rank of a long edge) are dropped first, in numpy; the
+    few points left go through ``_straighten``."""
+    if len(pts) <= 2:
+        return pts
+    a, b, c = pts[:-2], pts[1:-1], pts[2:]
+    same_x = (a[:, 0] == b[:, 0]) & (b[:, 0] == c[:, 0]) & ((b[:, 1] - a[:, 1]) * (c[:, 1] - b[:, 1]) > 0)
+    same_y = (a[:, 1] == b[:, 1]) & (b[:, 1] == c[:, 1]) & ((b[:, 0] - a[:, 0]) * (c[:, 0] - b[:, 0]) > 0)
+    keep = np.ones(len(pts), dtype=bool)
+    keep[1:-1] = ~(same_x | same_y)
+    rest = pts[keep]
+    return np.array(_straighten(list(map(tuple, rest.tolist()))), dtype=float).reshape(-1, 2)
 
 
 def _extent(ops: list[dict]) -> tuple[float, float, float, float]:
@@ -288,22 +328,30 @@ def _read(doc: dict, key: tuple, edges: list[tuple[int, int, dict[str, object]]]
         a, b = line[0], line[-1]
         if math.dist(a, pos_of[t]) + math.dist(b, pos_of[h]) > math.dist(a, pos_of[h]) + math.dist(b, pos_of[t]):
             line = line[::-1]          # dot may list a reversed edge's points from its head
-        polys[k] = tuple((round(px - x0, 2), round(py - y0, 2)) for px, py in line)
+        polys[k] = line
     if any(not p for p in polys):
         raise GraphvizError("Graphviz output misses an edge of a piece")
-    out: list[Polyline] = []
+    # every point moved and rounded in one numpy call, then split back per dot edge
+    cuts = np.cumsum([len(p) for p in polys])[:-1]
+    moved = np.split(np.round(np.array([p for line in polys for p in line], dtype=float) - (x0, y0), 2), cuts)
+    out: list[np.ndarray] = []
     for path in follow:
-        pts: list[Point] = []
+        if len(path) == 1:
+            out.append(_straighten_xy(moved[path[0]]))
+            continue
+        segs: list[np.ndarray] = []
         for k in path:
-            seg = polys[k]
-            pts.extend(seg[1:] if pts and pts[-1] == seg[0] else seg)
-        out.append(_straighten(pts))
+            seg = moved[k]
+            if segs and (segs[-1][-1] == seg[0]).all():
+                seg = seg[1:]
+            segs.append(seg)
+        out.append(_straighten_xy(np.concatenate(segs)))
     centres = tuple((round(pos_of[s][0] - x0, 2), round(pos_of[s][1] - y0, 2)) for s in range(n_real))
-    width, height, centres, out = _trim(key, round(x1 - x0, 2), round(y1 - y0, 2), centres, out)
     starts = [0]
     for line in out:
         starts.append(starts[-1] + len(line))
-    flat = np.array([p for line in out for p in line], dtype=float).reshape(-1, 2)
+    flat = np.concatenate(out) if out else np.zeros((0, 2))
+    width, height, centres, flat = _trim(key, round(x1 - x0, 2), round(y1 - y0, 2), centres, flat, starts)
     return PieceLayout(width, height, centres, flat, tuple(starts))
 
 
