@@ -85,8 +85,14 @@ def layout_view(vg: VisibleGraph, rankdir: str = "TB", *, timeout: float | None 
             _stats["hits"] += 1
             return hit
         _stats["misses"] += 1
-    lay = compose_layout(vg, rankdir, timeout=timeout, progress=progress) if method == "composed" else \
-        _single_run(vg, rankdir, timeout)
+    gc_was_enabled = gc.isenabled()
+    gc.disable()   # building/parsing allocates 100,000s of short-lived objects: no full collection mid-click
+    try:
+        lay = compose_layout(vg, rankdir, timeout=timeout, progress=progress) if method == "composed" else \
+            _single_run(vg, rankdir, timeout)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     with _lock:
         _cache[key] = lay
         _cache.move_to_end(key)
@@ -97,20 +103,13 @@ def layout_view(vg: VisibleGraph, rankdir: str = "TB", *, timeout: float | None 
 
 def _single_run(vg: VisibleGraph, rankdir: str, timeout: float | None) -> Layout:
     """The whole view in one dot run (nested clusters as DOT subgraphs)."""
-    gc_was_enabled = gc.isenabled()
-    gc.disable()   # building/parsing allocates thousands of short-lived objects: no full collection mid-click
-    try:
-        with DotRun(DOT_FORMAT, timeout) as run:   # dot starts up while the DOT is being written
-            dot, names = build_dot(vg, rankdir)
-            stream = JsonStream(vg, names, rankdir)   # reads dot's output while dot is still writing it
-            run.feed(dot.to_string(), stream.feed)
-        with _lock:
-            _stats["dot_runs"] += 1
-        lay = stream.layout()
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-    return lay
+    with DotRun(DOT_FORMAT, timeout) as run:   # dot starts up while the DOT is being written
+        dot, names = build_dot(vg, rankdir)
+        stream = JsonStream(vg, names, rankdir)   # reads dot's output while dot is still writing it
+        run.feed(dot.to_string(), stream.feed)
+    with _lock:
+        _stats["dot_runs"] += 1
+    return stream.layout()
 
 
 
