@@ -48,27 +48,28 @@ def check_composed(vg: VisibleGraph, lay: Layout) -> None:
 def decoder_graph(n_layers: int, d: int = 8, distinct: bool = False) -> Graph:
     """A Llama-like decoder: per layer a norm, an attention call (q/k/v/o Linears, rotary ops fed by one
     position tensor shared by every layer, softmax), a residual add, an MLP call (two Linears) and an add.
-    ``distinct``: each layer's call says its index (``extra_repr``), so no two fold together."""
+    Every tensor is 1×d, as in a real decoder. ``distinct``: each layer's call says its index (``extra_repr``), so no
+    two fold together."""
     b = GraphBuilder("Decoder")
     x = b.input("ids", (1, d))
-    h = b.linear("embed", b.root, x, d, d)
+    h = b.linear("embed", b.root, x, d, d, batch=1)
     pos = b.op("rotary", b.root, (x,), (1, d))          # one tensor into every layer: a bus, not 40 long edges
     for i in range(n_layers):
         layer = b.call(f"layers.{i}", "DecoderLayer", b.root, extra_repr=f"index={i}" if distinct else "")
         n1 = b.op("rms_norm", layer, (h,), (1, d))
         attn = b.call(f"layers.{i}.attn", "Attention", layer)
-        q = b.linear(f"layers.{i}.attn.q", attn, n1, d, d)
-        k = b.linear(f"layers.{i}.attn.k", attn, n1, d, d)
-        v = b.linear(f"layers.{i}.attn.v", attn, n1, d, d)
+        q = b.linear(f"layers.{i}.attn.q", attn, n1, d, d, batch=1)
+        k = b.linear(f"layers.{i}.attn.k", attn, n1, d, d, batch=1)
+        v = b.linear(f"layers.{i}.attn.v", attn, n1, d, d, batch=1)
         q = b.op("mul", attn, (q, pos), (1, d))
         k = b.op("mul", attn, (k, pos), (1, d))
         s = b.op("softmax", attn, (q, k), (1, d))
         o = b.op("matmul", attn, (s, v), (1, d))
-        o = b.linear(f"layers.{i}.attn.o", attn, o, d, d)
+        o = b.linear(f"layers.{i}.attn.o", attn, o, d, d, batch=1)
         h = b.op("__add__", layer, (h, o), (1, d))
         mlp = b.call(f"layers.{i}.mlp", "MLP", layer)
-        u = b.linear(f"layers.{i}.mlp.up", mlp, b.op("rms_norm", layer, (h,), (1, d)), d, d)
-        u = b.linear(f"layers.{i}.mlp.down", mlp, b.op("silu", mlp, (u,), (1, d)), d, d)
+        u = b.linear(f"layers.{i}.mlp.up", mlp, b.op("rms_norm", layer, (h,), (1, d)), d, d, batch=1)
+        u = b.linear(f"layers.{i}.mlp.down", mlp, b.op("silu", mlp, (u,), (1, d)), d, d, batch=1)
         h = b.op("__add__", layer, (h, u), (1, d))
     b.output(b.op("rms_norm", b.root, (h,), (1, d)))
     return b.build()
@@ -130,6 +131,34 @@ def test_identical_layers_are_laid_out_once(dot_binary):
     dx, dy = b6[0] - b5[0], b6[1] - b5[1]
     q5, q6 = lay.clusters["mod:layers.5.attn.q"], lay.clusters["mod:layers.6.attn.q"]
     assert q6 == pytest.approx((q5[0] + dx, q5[1] + dy, q5[2] + dx, q5[3] + dy), abs=0.02)
+
+
+@pytest.mark.parametrize("rankdir", ["TB", "LR"])
+def test_a_stack_of_identical_layers_is_one_straight_column(dot_binary, rankdir):
+    # each layer takes the hidden states and the shared position tensor and gives hidden states: with its ports
+    # where dot happened to put them, layer after layer stepped sideways (a diagonal staircase, 341 pt a layer)
+    vg = every_op(decoder_graph(8))
+    lay = layout.layout_view(vg, rankdir=rankdir, method="composed")
+    check_composed(vg, lay)
+    across = 0 if rankdir == "TB" else 1
+    starts = [lay.clusters[f"mod:layers.{i}"][across] for i in range(8)]
+    assert max(starts) - min(starts) <= 3.0, starts
+    # and the hidden states run on straight from one layer into the next, across the gap between them
+    def layer_of(box_id: str) -> str | None:
+        p = lay.parent[box_id]
+        while p is not None and p.count(".") > 1:
+            p = lay.parent[p]
+        return p
+
+    along = 1 - across
+    for i in range(7):
+        a, b = lay.clusters[f"mod:layers.{i}"], lay.clusters[f"mod:layers.{i + 1}"]
+        lo, hi = sorted((a[along] if rankdir == "TB" else a[along + 2], b[along + 2] if rankdir == "TB" else b[along]))
+        joining = [e for e in lay.edges if layer_of(e.src) == f"mod:layers.{i}" and layer_of(e.dst) == f"mod:layers.{i + 1}"]
+        assert joining
+        for e in joining:
+            gap = [p[across] for p in e.points if lo - 0.5 <= p[along] <= hi + 0.5]
+            assert gap and max(gap) - min(gap) <= 3.0, (i, e.points)
 
 
 def test_a_toggle_lays_out_only_the_chain_up_from_the_toggled_call(dot_binary):

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..view_types import VisibleGraph
 from .dot import EDGE_FONT_SIZE, text_width
-from .piecedot import PieceLayout, layout_pieces
+from .piecedot import PieceLayout, layout_pieces, port_cells
 from .pieces import HEADER, MARGIN, Fields, Plan, Size, cluster_size, node_sizes, plan
 from .run import GraphvizError, timeout_seconds
 from .trivial import lay_out_single
@@ -119,7 +119,7 @@ def compose_layout(vg: VisibleGraph, rankdir: str = "TB", *, timeout: float | No
             if cid is not None:
                 sizes[cid] = cluster_size((lay.width, lay.height), pl.labels[cid])
                 p = pl.pieces[cid]
-                fields[cid] = _fields(lay, len(p.children), len(p.in_ports), len(p.out_ports), rankdir)
+                fields[cid] = _fields(lay, sizes[cid], len(p.children), len(p.in_ports), len(p.out_ports), rankdir)
         done += len(level)
         if progress is not None:
             progress("modules", done, total)
@@ -243,18 +243,18 @@ def _join_edges(vg: VisibleGraph, pl: Plan, got: dict[str | None, PieceLayout],
     return tuple(out)
 
 
-def _fields(lay: PieceLayout, n: int, n_in: int, n_out: int, rankdir: str) -> Fields:
-    """Where each port of a laid-out cluster goes on its border in the parent: in the order of the ports
-    inside (left to right, or top to bottom for LR/RL), so the edges joining them never cross."""
-    def places(first: int, count: int) -> tuple[int, ...]:
-        slots = range(first, first + count)
-        along = (lambda s: (lay.centres[s][0], s)) if rankdir in ("TB", "BT") else (lambda s: (-lay.centres[s][1], s))
-        place = [0] * count
-        for r, s in enumerate(sorted(slots, key=along)):
-            place[s - first] = r
-        return tuple(place)
-
-    return places(n, n_in), places(n + n_in, n_out)
+def _fields(lay: PieceLayout, size: Size, n: int, n_in: int, n_out: int, rankdir: str) -> Fields:
+    """Where each port of a laid-out cluster goes on its border in the parent: where the port is inside (the
+    cluster's box is ``size``, its interior centred across it and ``MARGIN`` above its lower border), so the
+    edges joining them run on straight and never cross."""
+    w, h = size
+    dx = (w - lay.width) / 2
+    if rankdir in ("TB", "BT"):
+        extent, place = w, (lambda s: dx + lay.centres[s][0])
+    else:                                    # along the side from the top
+        extent, place = h, (lambda s: h - MARGIN - lay.centres[s][1])
+    return (port_cells(extent, [place(s) for s in range(n, n + n_in)]),
+            port_cells(extent, [place(s) for s in range(n + n_in, n + n_in + n_out)]))
 
 
 def _fan_out(vg: VisibleGraph) -> dict[tuple[str, str], int]:

@@ -35,6 +35,7 @@ OUT_SIDE = {"TB": "s", "BT": "n", "LR": "e", "RL": "w"}
 KEEP = 4.0                  # points kept between a row of ports and the boxes next to it
 RANK_GAP = 0.3 * 72 - KEEP  # points cut beside a row of ports: the rank gap (ranksep) but KEEP
 PRECISE_OVER = 20_000.0   # points: pieces that may be bigger are read from dot's drawing ops (see layout_pieces)
+ALIGN = 16     # dot weight of the edge aligning a piece's through ports (``pieces.through``)
 STRAIGHT = 8   # dot weight of every edge but a bus branch: dot keeps the heavier of two edges straight
 
 
@@ -52,7 +53,7 @@ class PieceLayout:
 def _dot_edges(key: tuple) -> tuple[list[tuple[int, int, dict[str, object]]], list[list[int]], int]:
     """The dot edges of a piece (tail slot, head slot, attributes), per piece edge the dot edges it runs along
     (a bus member: the trunk up to its junction, then its branch), and the number of slots with junctions."""
-    _rankdir, children, n_in, n_out, specs = key
+    _rankdir, children, n_in, n_out, specs, align = key
     nxt = len(children) + n_in + n_out
     out: list[tuple[int, int, dict[str, object]]] = []
     follow: list[list[int]] = []
@@ -99,16 +100,73 @@ def _dot_edges(key: tuple) -> tuple[list[tuple[int, int, dict[str, object]]], li
             follow[k].append(len(out))
             out.append((end, port, {"weight": 0}))
     out.extend(_stacked_sinks(specs, len(children)))
+    if align is not None:     # an invisible heavy edge keeps the two ports one above the other
+        out.append((len(children) + align[0], len(children) + n_in + align[1], {"style": "invis", "weight": ALIGN}))
     return out, follow, nxt
 
 
-def _record(rankdir: str, n_in: int, n_out: int) -> str:
-    """A child cluster as a record: its in-ports as fields along the side facing the first rank, its out-ports
-    along the opposite side, so dot ends each edge where the port is and orders the edges as the ports are."""
-    ins = "{" + "|".join(f"<i{k}>" for k in range(n_in)) + "}" if n_in > 0 else ""
-    outs = "{" + "|".join(f"<o{k}>" for k in range(n_out)) + "}" if n_out > 0 else ""
-    parts = [ins, outs] if rankdir in ("TB", "LR") else [outs, ins]
-    return '"{' + "|".join(p for p in parts if p) + '}"'
+def port_cells(extent: float, places: Sequence[float]) -> tuple[int, ...]:
+    """The start of each port's 1-point cell on a border ``extent`` points long (``places``: the ports' points
+    from its start): the border is drawn as a table of whole points, centred on the box, and two ports never
+    share a point (a crowded run is pushed along, and back from the far end)."""
+    side = math.floor(extent)
+    shift = (extent - side) / 2
+    starts = [min(max(math.floor(p - shift), 0), max(side - 1, 0)) for p in places]
+    order = sorted(range(len(starts)), key=lambda k: (starts[k], k))
+    at = 0
+    for k in order:
+        starts[k] = at = max(starts[k], at)
+        at += 1
+    end = side
+    for k in reversed(order):
+        starts[k] = end = min(starts[k], end - 1)
+    return tuple(starts)
+
+
+def cell_centre(extent: float, start: int) -> float:
+    """The point (from the border's start) where a port whose cell starts at ``start`` sits."""
+    return start + 0.5 + (extent - math.floor(extent)) / 2
+
+
+def _strip(prefix: str, side: int, starts: Sequence[int], horizontal: bool) -> str:
+    """One border of a child cluster: a row (column) of empty cells of whole points, a 1-point cell named
+    ``prefix`` + port index where each port is, filler between."""
+    cells: list[tuple[str, int]] = []
+    at = 0
+    for k, st in sorted(enumerate(starts), key=lambda kc: (kc[1], kc[0])):
+        if st > at:
+            cells.append(("", st - at))
+        cells.append((f' PORT="{prefix}{k}"', 1))
+        at = st + 1
+    if side > at:
+        cells.append(("", side - at))
+    size = 'WIDTH="{}" HEIGHT="1"' if horizontal else 'WIDTH="1" HEIGHT="{}"'
+    tds = [f'<TD {size.format(n)} FIXEDSIZE="TRUE"{port}></TD>' for port, n in cells]
+    body = "<TR>" + "".join(tds) + "</TR>" if horizontal else "".join(f"<TR>{td}</TR>" for td in tds)
+    return f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0">{body}</TABLE>'
+
+
+def _port_table(rankdir: str, w: float, h: float, ins: Sequence[int], outs: Sequence[int]) -> str:
+    """A child cluster as an HTML-like table of its own size: its in-ports as cells along the side facing the
+    first rank, its out-ports along the opposite side, each where the port is inside the cluster. So dot ends
+    each edge where the edge goes on inside, and a chain of identical layers (hidden states in at one place,
+    out at the same place) stays one straight column instead of stepping sideways layer after layer."""
+    horizontal = rankdir in ("TB", "BT")
+    wi, hi = math.floor(w), math.floor(h)
+    side = wi if horizontal else hi
+    strips = [(_strip("i", side, ins, horizontal) if ins else None), (_strip("o", side, outs, horizontal) if outs else None)]
+    if rankdir in ("BT", "RL"):
+        strips.reverse()
+    first, last = strips
+    thick = (first is not None) + (last is not None)
+    if horizontal:
+        mid = f'<TD WIDTH="{wi}" HEIGHT="{max(hi - thick, 1)}" FIXEDSIZE="TRUE"></TD>'
+        rows = [f"<TR><TD>{first}</TD></TR>" if first else "", f"<TR>{mid}</TR>", f"<TR><TD>{last}</TD></TR>" if last else ""]
+        body = "".join(rows)
+    else:
+        mid = f'<TD WIDTH="{max(wi - thick, 1)}" HEIGHT="{hi}" FIXEDSIZE="TRUE"></TD>'
+        body = "<TR>" + (f"<TD>{first}</TD>" if first else "") + mid + (f"<TD>{last}</TD>" if last else "") + "</TR>"
+    return f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0">{body}</TABLE>>'
 
 
 def _stacked_sinks(specs: Sequence[tuple[int, int, int, int, int]], n: int) -> list[tuple[int, int, dict[str, object]]]:
@@ -135,7 +193,7 @@ def _stacked_sinks(specs: Sequence[tuple[int, int, int, int, int]], n: int) -> l
 
 def piece_dot(key: tuple) -> tuple[str, list[tuple[int, int, dict[str, object]]], list[list[int]], int]:
     """DOT text of the piece ``key`` (built with pydot), with what ``_dot_edges`` says about its edges."""
-    rankdir, children, n_in, n_out, _specs = key
+    rankdir, children, n_in, n_out, _specs, _align = key
     edges, follow, slots = _dot_edges(key)
     g = pydot.Dot("p", graph_type="digraph", rankdir=rankdir, **GRAPH_ATTRS)
     g.set_node_defaults(shape="box", fixedsize="true", width=PORT_SIZE, height=PORT_SIZE, label='""')
@@ -143,10 +201,10 @@ def piece_dot(key: tuple) -> tuple[str, list[tuple[int, int, dict[str, object]]]
     # precise output's edges are their splines alone
     g.set_edge_defaults(arrowhead="none")
     n = len(children)
-    for i, ((w, h), n_in_fields, n_out_fields) in enumerate(children):
+    for i, ((w, h), ins, outs) in enumerate(children):
         attrs: dict[str, Any] = {"width": round(w / 72, 4), "height": round(h / 72, 4)}
-        if n_in_fields > 0 or n_out_fields > 0:
-            attrs.update(shape="record", label=_record(rankdir, n_in_fields, n_out_fields))
+        if ins or outs:
+            attrs.update(shape="box", margin="0", label=_port_table(rankdir, w, h, ins, outs))
         g.add_node(pydot.Node(i, **attrs))  # type: ignore[arg-type]  # int names: no quoting scan
     for rank, first, count in (("min", n, n_in), ("max", n + n_in, n_out)):
         if count:
@@ -167,7 +225,7 @@ def _trim(key: tuple, width: float, height: float, centres: tuple[Point, ...], f
     the border, not a rank of their own, and each one cost a cluster a rank's height at both ends.
     ``flat`` holds every piece edge's polyline, edge k at ``starts[k]:starts[k + 1]`` (numpy: a tall piece
     has tens of thousands of points)."""
-    rankdir, children, n_in, n_out, specs = key
+    rankdir, children, n_in, n_out, specs, _align = key
     n = len(children)
     extent, across = (height, width) if rankdir in ("TB", "BT") else (width, height)
     pts = _frame_xy(rankdir, width, height, np.array(centres, dtype=float).reshape(-1, 2))
@@ -258,19 +316,13 @@ def _straighten(pts: list[Point]) -> Polyline:
     return tuple(out)
 
 
-def _straighten_xy(pts: np.ndarray) -> np.ndarray:
-    """``_straighten`` of an (n, 2) array. Points strictly inside a run along one axis-parallel line (same x,
-    or same y, going on the same way: dot's one point per rank of a long edge) are dropped first, in numpy; the
-    few points left go through ``_straighten``."""
-    if len(pts) <= 2:
-        return pts
-    a, b, c = pts[:-2], pts[1:-1], pts[2:]
+def _on_a_run(xy: np.ndarray) -> np.ndarray:
+    """For each point but the first and last: whether it lies strictly inside a run along one axis-parallel
+    line (the same x, or the same y, with its neighbours, going on the same way)."""
+    a, b, c = xy[:-2], xy[1:-1], xy[2:]
     same_x = (a[:, 0] == b[:, 0]) & (b[:, 0] == c[:, 0]) & ((b[:, 1] - a[:, 1]) * (c[:, 1] - b[:, 1]) > 0)
     same_y = (a[:, 1] == b[:, 1]) & (b[:, 1] == c[:, 1]) & ((b[:, 0] - a[:, 0]) * (c[:, 0] - b[:, 0]) > 0)
-    keep = np.ones(len(pts), dtype=bool)
-    keep[1:-1] = ~(same_x | same_y)
-    rest = pts[keep]
-    return np.array(_straighten(list(map(tuple, rest.tolist()))), dtype=float).reshape(-1, 2)
+    return same_x | same_y
 
 
 def _extent(ops: list[dict]) -> tuple[float, float, float, float]:
@@ -287,6 +339,8 @@ def _spline(edge: dict) -> str:
     for op in edge.get("_draw_", ()):
         if op.get("op") in ("b", "B"):
             return " ".join(f"{x!r},{y!r}" for x, y in op["points"])
+    if edge.get("style") == "invis" and "pos" in edge:     # drawn by no op: its 5-digit pos (never shown)
+        return str(edge["pos"])
     raise GraphvizError("Graphviz output has an edge without a spline")
 
 
@@ -331,26 +385,30 @@ def _read(doc: dict, key: tuple, edges: list[tuple[int, int, dict[str, object]]]
         polys[k] = line
     if any(not p for p in polys):
         raise GraphvizError("Graphviz output misses an edge of a piece")
-    # every point moved and rounded in one numpy call, then split back per dot edge
-    cuts = np.cumsum([len(p) for p in polys])[:-1]
-    moved = np.split(np.round(np.array([p for line in polys for p in line], dtype=float) - (x0, y0), 2), cuts)
-    out: list[np.ndarray] = []
+    # every point moved and rounded in one numpy call; inside each dot edge, the points strictly inside a run
+    # along one axis-parallel line (dot's one point per rank of a long edge) dropped there too
+    sizes = np.array([len(p) for p in polys])
+    ends = np.cumsum(sizes)
+    xy = np.round(np.array([p for line in polys for p in line], dtype=float) - (x0, y0), 2) + 0.0
+    keep = np.ones(len(xy), dtype=bool)
+    keep[1:-1] = ~_on_a_run(xy)
+    keep[ends - sizes] = True
+    keep[ends - 1] = True
+    kept_before = np.concatenate(([0], np.cumsum(keep)))
+    lo_k, hi_k = kept_before[ends - sizes].tolist(), kept_before[ends].tolist()
+    kept = xy[keep].tolist()
+    out: list[Polyline] = []
     for path in follow:
-        if len(path) == 1:
-            out.append(_straighten_xy(moved[path[0]]))
-            continue
-        segs: list[np.ndarray] = []
+        pts: list = []
         for k in path:
-            seg = moved[k]
-            if segs and (segs[-1][-1] == seg[0]).all():
-                seg = seg[1:]
-            segs.append(seg)
-        out.append(_straighten_xy(np.concatenate(segs)))
+            seg = kept[lo_k[k]:hi_k[k]]
+            pts.extend(seg[1:] if pts and pts[-1] == seg[0] else seg)
+        out.append(_straighten(pts))
     centres = tuple((round(pos_of[s][0] - x0, 2), round(pos_of[s][1] - y0, 2)) for s in range(n_real))
     starts = [0]
     for line in out:
         starts.append(starts[-1] + len(line))
-    flat = np.concatenate(out) if out else np.zeros((0, 2))
+    flat = np.array([p for line in out for p in line], dtype=float).reshape(-1, 2)
     width, height, centres, flat = _trim(key, round(x1 - x0, 2), round(y1 - y0, 2), centres, flat, starts)
     return PieceLayout(width, height, centres, flat, tuple(starts))
 

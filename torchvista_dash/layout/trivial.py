@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .piecedot import KEEP, PORT_SIZE, PieceLayout, from_frame
+from .piecedot import KEEP, PORT_SIZE, PieceLayout, cell_centre, from_frame
 from .types import Point
 
 PORT = PORT_SIZE * 72      # points
@@ -17,24 +17,25 @@ PORT = PORT_SIZE * 72      # points
 def lay_out_single(key: tuple) -> PieceLayout | None:
     """The layout of a one-child piece (None for any other): in-ports above the child where its edges meet
     it (a child cluster's own port places), out-ports below, in the frame where ranks run down."""
-    rankdir, children, n_in, n_out, specs = key
+    rankdir, children, n_in, n_out, specs, _align = key
     if len(children) != 1:
         return None
-    (w, h), in_fields, out_fields = children[0]
+    (w, h), in_cells, out_cells = children[0]
     along, across = (h, w) if rankdir in ("TB", "BT") else (w, h)
     top = (PORT + KEEP if n_in else 0.0) + along + (PORT + KEEP if n_out else 0.0)
     y0 = PORT + KEEP if n_out else 0.0          # the child's lower end
     centre: Point = (across / 2, y0 + along / 2)
-    # where each port meets the child: the field's middle on a child cluster, else spread across the child
+    # where each port meets the child: its cell's middle on a child cluster, else spread across the child
     ins = [s for s in specs if s[0] != 0]
     outs = [s for s in specs if s[0] == 0]
     port_u: dict[int, float] = {}
-    for group, fields_n, ends in ((ins, in_fields, 4), (outs, out_fields, 3)):
+    for group, cells, ends in ((ins, in_cells, 4), (outs, out_cells, 3)):
         for k, spec in enumerate(group):
             place = spec[ends]
             slot = spec[0] if group is ins else spec[1]
-            if fields_n > 0 and place >= 0:
-                port_u[slot] = across * (place + 0.5) / fields_n
+            if cells and place >= 0:
+                at = cell_centre(across, cells[place])     # from the left (TB/BT) or the top (LR/RL)
+                port_u[slot] = at if rankdir in ("TB", "BT") else across - at
             else:
                 port_u[slot] = across * (k + 1) / (len(group) + 1)
     n = 1
