@@ -19,7 +19,10 @@ BENCHMARKS = [
     ("dash_floor", ["bench_dash_floor.py"]),
     ("diff", ["bench_diff.py"]),
     ("load", ["bench_load.py"]),
+    ("trace_file", ["bench_trace_file.py"]),
+    ("layout_scale", ["bench_layout_scale.py"]),
 ]
+# not run here: bench_trace_ab.py compares two checkouts given on its command line
 
 
 def main() -> int:

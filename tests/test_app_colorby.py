@@ -110,3 +110,29 @@ def test_stats_as_frame_needs_pandas_or_says_so() -> None:
     else:
         frame = t.stats(as_frame=True)
         assert list(frame.columns) == list(t.stats()[0]) and frame.iloc[0]["qualname"] == ""
+
+
+def test_module_details_write_parameters_on_one_line_with_the_share() -> None:
+    from dash import html
+
+    from torchvista_dash.app import registry
+    from torchvista_dash.app.details import details
+    from torchvista_dash.demos import demo_trace
+
+    t = demo_trace("gpt")
+    tid = registry.register(t)
+    labels: list[str] = []
+
+    def walk(c: Any) -> None:
+        if isinstance(c, html.Th):
+            labels.append(str(c.children))
+        for k in (c.children if isinstance(getattr(c, "children", None), list) else [getattr(c, "children", None)]):
+            if k is not None and not isinstance(k, str):
+                walk(k)
+
+    for item in details(tid, "mod:lm_head"):
+        walk(item)
+    assert labels.count("parameters") == 1 and "FLOPs" in labels
+    text = str(html.Div(details(tid, "mod:lm_head")).to_plotly_json())
+    share = 100.0 * 2048 / t.graph.total_params
+    assert f"2,048 in total ({share:.1f} % of the model), 2,048 its own" in text

@@ -222,12 +222,14 @@ def human(value: float | None, metric: str) -> str:
 
 
 # ---- what the details panel says about one call or op ------------------------------------------------------
-def cost_lines(graph: Graph, call_id: str | None = None, node_id: str | None = None) -> list[tuple[str, str]]:
-    """(label, text) rows: each recorded metric of a call (its totals) or an op, with its share of the model."""
+def cost_lines(graph: Graph, call_id: str | None = None, node_id: str | None = None,
+               skip: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """(label, text) rows: each recorded metric of a call (its totals) or an op, with its share of the model;
+    the metrics in ``skip`` are left out (the module panel writes its parameters on a line of its own)."""
     costs = costs_of(graph)
     rows = []
     for metric in METRICS:
-        if not costs.has(metric) or (metric == "params" and node_id is not None):
+        if metric in skip or not costs.has(metric) or (metric == "params" and node_id is not None):
             continue
         if call_id is not None:
             v = costs.of_calls((call_id,), metric)

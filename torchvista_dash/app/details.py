@@ -88,7 +88,10 @@ def _module(trace_id: str, call: ModuleCall) -> list:
     rows.append(_row("inputs", ", ".join(meta_text(m) for m in ins) or "—"))
     rows.append(_row("outputs", ", ".join(meta_text(m) for m in outs) or "—"))
     own = sum(numel(p.shape) for p in call.params if not p.is_buffer)
-    rows.append(_row("parameters", f"{call.num_params:,} in total, {own:,} its own"))
+    model_params = registry.get(trace_id).graph.total_params
+    share = f" ({100.0 * call.num_params / model_params:.1f} % of the model)" if model_params else ""
+    # the one parameters line: the cost rows below leave parameters out
+    rows.append(_row("parameters", f"{call.num_params:,} in total{share}, {own:,} its own"))
     out: list = [html.H4(f"{call.qualname or '(root)'}: {call.cls}", style={"margin": "4px 0"}),
                  html.Table(rows, className="tvd-details-table")]
     if call.params:
@@ -108,7 +111,7 @@ def _module(trace_id: str, call: ModuleCall) -> list:
 def _costs(trace_id: str, call: ModuleCall) -> list:
     """The call's totals (FLOPs, output bytes, time) with their shares, and its heaviest children."""
     graph = registry.get(trace_id).graph
-    rows = cost_lines(graph, call_id=call.id)
+    rows = cost_lines(graph, call_id=call.id, skip=("params",))
     if not rows:
         return []
     out: list = [html.Table([_row(k, v) for k, v in rows], className="tvd-cost-table")]
