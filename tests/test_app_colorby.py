@@ -98,20 +98,6 @@ def test_show_with_color_by_serves_a_coloured_page(capsys: Any) -> None:
     assert '"colorbar"' in layout and "coloured by FLOPs" in layout
 
 
-def test_stats_as_frame_needs_pandas_or_says_so() -> None:
-    from torchvista_dash.demos import demo_trace
-
-    t = demo_trace("mlp")
-    try:
-        import pandas  # noqa: F401
-    except ImportError:
-        with pytest.raises(ImportError, match=r"needs pandas \(pip install pandas\)"):
-            t.stats(as_frame=True)
-    else:
-        frame = t.stats(as_frame=True)
-        assert list(frame.columns) == list(t.stats()[0]) and frame.iloc[0]["qualname"] == ""
-
-
 def test_module_details_write_parameters_on_one_line_with_the_share() -> None:
     from dash import html
 

@@ -46,3 +46,36 @@ def test_raise_if_failed_on_a_loaded_failed_trace(tmp_path):
         t2 = load_trace(t.save(tmp_path / "bad.json"))
     with pytest.raises(RuntimeError, match="Sizes of tensors must match|cat"):
         t2.raise_if_failed()
+
+
+def test_stats_as_frame_is_a_dataframe_of_the_same_rows_with_the_root_as_the_totals() -> None:
+    import pandas as pd
+
+    from torchvista_dash.demos import demo_trace
+
+    t = demo_trace("gpt")
+    rows = t.stats()
+    frame = t.stats(as_frame=True)
+    assert isinstance(frame, pd.DataFrame)
+    assert list(frame.columns) == ["qualname", "cls", "calls", "params", "param_bytes", "flops", "output_bytes",
+                                   "time_ms"]
+    assert len(frame) == len(rows) and frame["qualname"].tolist() == [r["qualname"] for r in rows]
+    root = frame.iloc[0]
+    assert root["qualname"] == "" and root["cls"] == "TinyGPT"
+    assert root["params"] == t.graph.total_params > 0
+    assert root["flops"] == sum(n.flops for n in t.graph.nodes if n.flops) > 0
+    blocks = frame[frame["cls"] == "GPTBlock"]
+    assert len(blocks) == 4 and blocks["flops"].sum() < root["flops"]
+    assert frame["time_ms"].isna().all()          # not timed
+
+
+def test_stats_as_frame_without_pandas_says_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from torchvista_dash.demos import demo_trace
+
+    monkeypatch.setitem(sys.modules, "pandas", None)      # what an environment without pandas raises
+    t = demo_trace("mlp")
+    with pytest.raises(ImportError, match=r"needs pandas \(pip install pandas\)"):
+        t.stats(as_frame=True)
+    assert t.stats()[0]["qualname"] == ""
