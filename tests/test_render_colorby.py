@@ -81,6 +81,62 @@ def test_export_svg_and_html_carry_the_colours(tmp_path: Path) -> None:
     assert '"colorbar"' in html
 
 
+def _svg_texts(svg: str) -> list[str]:
+    import html as html_lib
+
+    return [html_lib.unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg)]
+
+
+def _png_width(data: bytes) -> int:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return int.from_bytes(data[16:20], "big")
+
+
+def _pdf_width(data: bytes) -> float:
+    m = re.search(rb"/MediaBox\s*\[\s*[\d.]+\s+[\d.]+\s+([\d.]+)", data)
+    assert m is not None
+    return float(m.group(1))
+
+
+def test_static_exports_carry_a_key_of_the_colour_scale(tmp_path: Path) -> None:
+    """The SVG/PNG/PDF have no plotly colour bar: they draw a key right of the picture, the title, one swatch
+    per step (all of them, not only the colours some box got) with the value it stands for, largest on top."""
+    from torchvista_dash.costs import human
+
+    t = demo_trace("gpt")
+    rows = {r["qualname"]: r for r in t.stats()}
+    biggest = sum(r["flops"] for q, r in rows.items() if re.fullmatch(r"blocks\.\d+", q))   # the folded run
+    smallest = rows["lm_head"]["flops"]         # the lightest box drawn at depth 1 that costs anything
+    svg = t.export(tmp_path / "g.svg", color_by="flops").read_text(encoding="utf-8")
+    texts = _svg_texts(svg)
+    key = texts[texts.index("coloured by FLOPs") + 1:]
+    assert key[0] == human(biggest, "flops") and key[STEPS - 1] == human(smallest, "flops") and key[STEPS] == "0"
+    assert len(key) > STEPS and all(k.endswith("FLOP") for k in key[:STEPS])
+    hexes = ["#" + "".join(f"{int(v):02x}" for v in c[4:-1].split(",")) for c in step_colours()]
+    assert all(f'fill="{h}"' in svg for h in hexes)        # every step's swatch, boxes use only a few
+    plain = t.export(tmp_path / "plain.svg").read_text(encoding="utf-8")
+    assert "coloured by" not in plain and sum(f'fill="{h}"' in plain for h in hexes) == 0
+    # PNG and PDF: the same drawing, wider by the key
+    assert _png_width(t.export(tmp_path / "g.png", color_by="flops").read_bytes()) > \
+        _png_width(t.export(tmp_path / "plain.png").read_bytes()) + 100
+    assert _pdf_width(t.export(tmp_path / "g.pdf", color_by="flops").read_bytes()) > \
+        _pdf_width(t.export(tmp_path / "plain.pdf").read_bytes()) + 60
+    # HTML is the interactive figure: its colour bar with the values in units
+    page = t.export(tmp_path / "g.html", color_by="params").read_text(encoding="utf-8")
+    assert '"colorbar"' in page and "params" in page
+
+
+def test_static_diff_export_has_a_key_of_its_colours(tmp_path: Path) -> None:
+    from support_models import build_gpt2
+
+    m2, a2, k2 = build_gpt2(n_layer=2)
+    m3, a3, k3 = build_gpt2(n_layer=3)
+    d = compare(trace_model(m2, a2, kwargs=k2), trace_model(m3, a3, kwargs=k3))
+    texts = _svg_texts(d.export(tmp_path / "d.svg").read_text(encoding="utf-8"))
+    i = texts.index(f"diff: +{len(d.summary()['added'])} added · −0 removed · 0 changed")   # h.2 and inside
+    assert texts[i + 1:i + 4] == ["added", "removed", "changed"]
+
+
 def test_diff_figure_marks_added_and_compares_folded_runs_by_count() -> None:
     from support_models import build_gpt2
 

@@ -82,7 +82,26 @@ def colour_paint(graph: Graph, vg: VisibleGraph, metric: str, theme: str = "ligh
         if v is not None:
             hover[cl.id] = _share_line(name, v, total, metric)
     extra = (_colour_bar(vg, lo, hi, metric, colours),) if positive and vg.nodes else ()
-    return Paint(boxes=boxes, hover=hover, extra=extra, title=f"coloured by {name}")
+    return Paint(boxes=boxes, hover=hover, extra=extra, title=f"coloured by {name}",
+                 legend=_legend(lo, hi, metric, colours, neutral, positive, values))
+
+
+def _legend(lo: float, hi: float, metric: str, colours: list[str], neutral: BoxPaint, positive: list[float],
+            values: dict[str, float | None]) -> tuple[tuple[BoxPaint, str], ...]:
+    """The static picture's key: each step's colour with the value at its centre (the top one is the largest
+    box's value, the bottom one the smallest's unless every box costs the same), then the neutral colour if
+    some box cost nothing."""
+    if not positive:
+        return ()
+    k_max = STEPS - 1
+    out = []
+    for k in range(k_max, -1, -1):
+        v = max(positive) if k == k_max else 10 ** (lo + (hi - lo) * k / k_max)
+        c = colours[k]
+        out.append((BoxPaint(c, c, _text_on(c)), human(v, metric)))
+    if any(v == 0 for v in values.values()):
+        out.append((neutral, "0"))
+    return tuple(out)
 
 
 def _share_line(name: str, v: float | None, total: float, metric: str) -> str:

@@ -114,4 +114,6 @@ def diff_paint(diff: Diff, graph: Graph, vg: VisibleGraph, theme: str = "light")
     s = diff.summary()
     title = (f"diff: +{len(s['added'])} added · −{len(s['removed'])} removed · {len(s['changed'])} changed"
              if not diff.empty else "diff: no module differs")
-    return Paint(boxes=boxes, clusters=clusters, hover=hover, sublabels=sublabels, title=title)
+    key = _paints(theme, "module")
+    legend = tuple((key[k], k) for k in (ADDED, REMOVED, CHANGED))
+    return Paint(boxes=boxes, clusters=clusters, hover=hover, sublabels=sublabels, title=title, legend=legend)

@@ -36,6 +36,8 @@ class Paint:
     sublabels: dict[str, str] = field(default_factory=dict)       # second label line ("×2 → ×3: +1")
     extra: tuple[dict[str, Any], ...] = ()                        # colour bar / legend traces, drawn last
     title: str = ""                                               # a note for the figure ("coloured by FLOPs")
+    # the key of a static picture (no plotly colour bar there): (swatch, text), top to bottom
+    legend: tuple[tuple[BoxPaint, str], ...] = ()
 
     def hover_of(self, vid: str, text: str) -> str:
         """A box's hover text with this paint's lines for it appended."""

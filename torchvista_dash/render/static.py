@@ -117,10 +117,11 @@ def static_dot(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "lig
     th: Theme = get_theme(theme)
     paint = paint or Paint()
     _check(vg, layout, highlight)
-    x0, y0, x1, y1 = _bounds(layout)
+    x0, y0, x1, y1 = picture_bounds(layout, paint)
     g = pydot.Dot("torchvista_dash", graph_type="digraph", bgcolor=_colour(th.paper), outputorder="edgesfirst",
                   splines="true", pad="0.2", bb=f"{_num(x0)},{_num(y0)},{_num(x1)},{_num(y1)}")
     g.set_node_defaults(fontname=FONT, fontsize=_num(FONT_PT), margin="0", penwidth="1")
+    _legend(g, _bounds(layout), paint, th)
     g.set_edge_defaults(color=_colour(th.edge), fontname=FONT, fontsize=_num(EDGE_PT), fontcolor=_colour(th.muted),
                         arrowsize="0.8", penwidth="1.2")
     depth = {c.id: len(layout_chain(c.id, layout)) for c in vg.clusters}
@@ -177,6 +178,54 @@ def static_dot(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "lig
     return g
 
 
+LEGEND_GAP = 24.0        # between the drawing and its key
+SWATCH = (16.0, 12.0)
+LEGEND_STEP = 16.0
+
+
+def _text_width(text: str, pt: float) -> float:
+    return len(text) * pt * 0.6
+
+
+def _legend_size(paint: Paint) -> tuple[float, float]:
+    """(width, height) of the key drawn right of the picture: the paint's title, then a swatch per entry."""
+    if not paint.legend:
+        return 0.0, 0.0
+    labels = max(_text_width(t, SMALL_PT) for _, t in paint.legend)
+    width = max(_text_width(paint.title, HEADER_PT), SWATCH[0] + 6 + labels)
+    return LEGEND_GAP + width + 8, LEGEND_STEP * (len(paint.legend) + 1) + 8
+
+
+def picture_bounds(layout: Layout, paint: Paint | None) -> tuple[float, float, float, float]:
+    """The drawing's bounds with room for the paint's key (right of it, from the top)."""
+    x0, y0, x1, y1 = _bounds(layout)
+    w, h = _legend_size(paint or Paint())
+    return x0, min(y0, y1 - h), x1 + w, y1
+
+
+def _legend(g: pydot.Dot, bounds: tuple[float, float, float, float], paint: Paint, th: Theme) -> None:
+    """The static picture's key (plotly's colour bar does not exist here): the paint's title, then each entry
+    as a swatch painted as the boxes are, with its text (colour by cost: the value each step stands for)."""
+    if not paint.legend:
+        return
+    left, top = bounds[2] + LEGEND_GAP, bounds[3]
+    if paint.title:
+        g.add_node(pydot.Node("kt", **_a(pos=f"{_num(left + _text_width(paint.title, HEADER_PT) / 2)},"
+                                         f"{_num(top - 6)}!", shape="plaintext", fontsize=_num(HEADER_PT),
+                                         label=f"<<B>{_h(paint.title)}</B>>", fontcolor=_colour(th.font))))
+    for i, (bp, text) in enumerate(paint.legend):
+        y = top - LEGEND_STEP * (i + 1) - 6
+        box = (left, y - SWATCH[1] / 2, left + SWATCH[0], y + SWATCH[1] / 2)
+        g.add_node(pydot.Node(f"k{i}", **_a(**_pinned(box), shape="box", label="",
+                                            style="filled,dashed" if bp.dash else "filled",
+                                            fillcolor=_colour(bp.fill), color=_colour(bp.line),
+                                            penwidth=_num(min(bp.width or 1.0, 2.0)))))
+        tx = left + SWATCH[0] + 6 + _text_width(text, SMALL_PT) / 2
+        g.add_node(pydot.Node(f"kl{i}", **_a(pos=f"{_num(tx)},{_num(y)}!", shape="plaintext",
+                                             fontsize=_num(SMALL_PT), label=f"<{_h(text)}>",
+                                             fontcolor=_colour(th.font))))
+
+
 def to_static_dot(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "light", *,
                   highlight: str | None = None, paint: Paint | None = None) -> str:
     """The DOT text of ``static_dot``."""
@@ -203,7 +252,7 @@ def static_image(graph: Graph, vg: VisibleGraph, layout: Layout, fmt: str, theme
     dot = to_static_dot(graph, vg, layout, theme, highlight=highlight, paint=paint)
     args = ["-n2"]
     if fmt == "png":
-        x0, y0, x1, y1 = _bounds(layout)
+        x0, y0, x1, y1 = picture_bounds(layout, paint)
         longest = max(x1 - x0, y1 - y0, 1.0) + 30
         args.append(f"-Gdpi={_num(max(18.0, min(PNG_DPI, PNG_MAX_PX * 72 / longest)))}")
     return run_dot(dot, fmt, timeout, program="neato", args=tuple(args))
