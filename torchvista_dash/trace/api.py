@@ -52,15 +52,16 @@ def trace_graph(model: torch.nn.Module, inputs: Any = (), kwargs: dict[str, Any]
 
 def _trace(model: torch.nn.Module, args: tuple[Any, ...], kw: dict[str, Any], name: str | None,
            versions: tuple[tuple[str, str], ...], flops: bool) -> tuple[Graph, BaseException | None]:
-    rec = Recorder(model)
+    named = list(model.named_modules())     # one walk of the module tree, shared by the three readers
+    rec = Recorder(model, named)
     if flops:
         rec.meter = FlopMeter()
-    state = ModelState(model)
+    state = ModelState(model, named)
     error: BaseException | None = None
     result: Any = None
     handles = []
     written: list[str] = []
-    undo_lazy = quiet_lazy_init(model)
+    undo_lazy = quiet_lazy_init(state.modules)
     try:
         for i, n in enumerate(bind_arg_names(model.forward, len(args))):
             for path, t in iter_tensors(args[i], n):

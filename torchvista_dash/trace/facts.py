@@ -131,8 +131,8 @@ class ModelFacts:
     """What the recorder knows about the model before it runs: module and parameter names, parameter
     metadata and storage addresses; each module's static facts are read when its first call ends."""
 
-    def __init__(self, model: torch.nn.Module) -> None:
-        modules = list(model.named_modules())
+    def __init__(self, model: torch.nn.Module, named: list[tuple[str, torch.nn.Module]] | None = None) -> None:
+        modules = list(model.named_modules()) if named is None else named
         self.module_names = {id(m): q for q, m in modules}
         self.builtin = {id(m): class_info(type(m))[1] for _, m in modules}
         self.param_names: dict[int, str] = {}
@@ -144,14 +144,26 @@ class ModelFacts:
         # Reading .shape/.dtype of an nn.Parameter goes through Parameter.__torch_function__ (Python) unless
         # subclass dispatch is off: read the parameters' facts once, with it off.
         with torch._C.DisableTorchFunctionSubclass():
-            self._read_params(model)
+            self._read_params(modules)
         # Static facts about each module (class, parameters, extra_repr, attributes) are read when its first
         # call ends (``facts``): a lazy module has materialised its parameters by then.
         self.module_info: dict[int, tuple[Any, ...]] = {}
         self.modules = {id(m): m for _, m in modules}
 
-    def _read_params(self, model: torch.nn.Module) -> None:
-        for q, p in model.named_parameters():
+    def _read_params(self, modules: list[tuple[str, torch.nn.Module]]) -> None:
+        """``named_parameters()`` and ``named_buffers()`` in their order, from the one module walk."""
+        params: list[tuple[str, Any]] = []
+        buffers: list[tuple[str, Any]] = []
+        seen_p: set[int] = set()
+        seen_b: set[int] = set()
+        for prefix, m in modules:
+            for table, out, seen in ((m._parameters, params, seen_p), (m._buffers, buffers, seen_b)):
+                for k, t in table.items():
+                    if t is None or id(t) in seen:
+                        continue
+                    seen.add(id(t))
+                    out.append((f"{prefix}.{k}" if prefix else k, t))
+        for q, p in params:
             self.param_names[id(p)] = q
             if is_uninitialized(p):       # a lazy module's: facts are read when its call ends
                 self.lazy = True
@@ -165,7 +177,7 @@ class ModelFacts:
             while prefix:
                 prefix = prefix.rpartition(".")[0]
                 self.subtree[prefix] = self.subtree.get(prefix, 0) + n
-        for q, b in model.named_buffers():
+        for q, b in buffers:
             self.param_names.setdefault(id(b), q)
 
     def facts(self, mid: int) -> tuple[Any, ...]:

@@ -40,8 +40,8 @@ _IN_PLACE: dict[str, bool] = {}     # op name -> does it write into its first ar
 class Recorder:
     """Holds everything recorded during one forward pass of one model."""
 
-    def __init__(self, model: torch.nn.Module) -> None:
-        facts = ModelFacts(model)
+    def __init__(self, model: torch.nn.Module, named: list[tuple[str, torch.nn.Module]] | None = None) -> None:
+        facts = ModelFacts(model, named)
         self.module_names = facts.module_names
         self.builtin = facts.builtin
         self.param_names = facts.param_names

@@ -13,16 +13,18 @@ call) are left to materialise, as after any first forward pass; TorchScript modu
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
+from operator import is_
 from typing import Any
 
 import torch
 from torch.nn.modules.lazy import LazyModuleMixin
 
-_MISSING = object()
 # nn.Module's own bookkeeping containers (_parameters, _buffers, _modules, the hook tables, the set of
 # non-persistent buffers): their contents are restored too. User attributes are restored by identity only.
-_TABLES = frozenset(k for k, v in torch.nn.Module().__dict__.items() if isinstance(v, (dict, set)))
+_TABLE_NAMES = tuple(k for k, v in torch.nn.Module().__dict__.items() if isinstance(v, (dict, set)))
+_TABLE_TYPES = frozenset({dict, set, OrderedDict})
 
 
 def is_lazy(m: torch.nn.Module) -> bool:
@@ -33,8 +35,8 @@ def is_lazy(m: torch.nn.Module) -> bool:
 class ModelState:
     """What ``restore()`` puts back: taken before the trace, applied in a ``finally``."""
 
-    def __init__(self, model: torch.nn.Module) -> None:
-        named = list(model.named_modules())
+    def __init__(self, model: torch.nn.Module, named: list[tuple[str, torch.nn.Module]] | None = None) -> None:
+        named = list(model.named_modules()) if named is None else named
         self.modules = [m for _, m in named]
         self.training = [m.training for m in self.modules]
         # (module __dict__, shallow copy, [(table, copy of its contents)]) for ordinary (not lazy, not scripted) ones
@@ -52,7 +54,9 @@ class ModelState:
                     continue
                 if not isinstance(m, script):
                     md = m.__dict__
-                    tables = [(v, v.copy()) for k, v in md.items() if k in _TABLES and isinstance(v, (dict, set))]
+                    # most tables are empty hook dicts: those need no copy, only to be empty again
+                    tables = [(v, v.copy() if v else None) for v in map(md.get, _TABLE_NAMES)
+                              if type(v) in _TABLE_TYPES or isinstance(v, (dict, set))]
                     self.dicts.append((md, dict(md), tables))
                 for name, b in m._buffers.items():
                     if b is not None:
@@ -71,10 +75,16 @@ class ModelState:
         with torch.no_grad(), torch._C.DisableTorchFunctionSubclass():
             for md, saved, tables in self.dicts:
                 for table, copy in tables:
-                    if not _same(table, copy):
+                    if copy is None:
+                        if table:
+                            table.clear()
+                    elif not _same(table, copy):
                         table.clear()
                         table.update(copy)
-                if len(md) != len(saved) or any(md.get(k, _MISSING) is not v for k, v in saved.items()):
+                # the same keys in the same order holding the same objects (compared by identity: an equal key
+                # that is another object only costs a needless put-back)
+                if len(md) != len(saved) or not all(map(is_, md, saved)) \
+                        or not all(map(is_, md.values(), saved.values())):
                     # an attribute, buffer or submodule set, added or deleted in forward
                     md.clear()
                     md.update(saved)
@@ -114,15 +124,15 @@ def _same(table: Any, copy: Any) -> bool:
     """Does ``table`` still hold exactly ``copy`` (same keys in the same order, the same objects)?"""
     if isinstance(table, set):
         return table == copy           # names only
-    return len(table) == len(copy) and all(table.get(k, _MISSING) is v for k, v in copy.items()) \
-        and list(table) == list(copy)
+    return len(table) == len(copy) and all(map(is_, table, copy)) \
+        and all(map(is_, table.values(), copy.values()))
 
 
-def quiet_lazy_init(model: torch.nn.Module) -> Callable[[], None]:
+def quiet_lazy_init(modules: list[torch.nn.Module]) -> Callable[[], None]:
     """Let lazy modules materialise their parameters out of the recorder's sight (their init ops are not
     part of the forward pass); returns the function that puts their own hooks back if they never ran."""
     swapped: list[tuple[dict[int, Any], int, Any, Any]] = []
-    for m in model.modules():
+    for m in modules:
         handle = getattr(m, "_initialize_hook", None) if is_lazy(m) else None
         hook = m._forward_pre_hooks.get(handle.id) if handle is not None else None
         if handle is None or hook is None:
