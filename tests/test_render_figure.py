@@ -24,7 +24,7 @@ from torchvista_dash.render.figure import (
     header_rows,
     start_window,
 )
-from torchvista_dash.render.picture import LOD_SCALE, extent, fit_text
+from torchvista_dash.render.picture import LOD_SCALE, OVERVIEW_PX, extent, fit_text
 
 
 def ids_in(fig, names) -> list[str]:
@@ -328,3 +328,23 @@ def test_a_long_left_to_right_view_starts_at_its_left_end() -> None:
     left = extent(lr, 0.0)[0]
     assert win[0] <= left and left - win[0] < 30
     assert _window_scale(win) >= START_SCALE
+
+
+def test_zoomed_out_the_picture_names_modules_in_overview_labels_by_band():
+    g, vg, lay = grid_case(300, cols=2)
+    svg = svg_of(make_figure(g, vg, lay))
+    css = svg.find(f"{NS}style").text
+    over = [t for t in svg.iter(f"{NS}text") if "ov" in (t.get("class") or "").split()]
+    names = [c.label for c in vg.clusters] + [n.label for n in vg.nodes if n.kind in ("module", "folded")]
+    assert over and all(any(t.text in name for name in names) for t in over), [t.text for t in over]
+    assert "(root)" not in {t.text for t in over}
+    bands = sorted({c for t in over for c in t.get("class").split() if c[0] == "o" and c[1:].isdigit()})
+    assert bands
+    for band in bands:                                  # each band: its own size, shown only in its zoom range
+        m = re.search(r"\." + band + r"\{font-size:([\d.]+)px", css)
+        assert m and re.search(r"@media \(min-width:[\d.]+px\) and \(max-width:[\d.]+px\)\{\." + band
+                               + r"\{display:inline\}\}", css)
+    # the first band starts where module names and headers drop out, and its text is OVERVIEW_PX there
+    top = re.search(r"\.o0\{font-size:([\d.]+)px", css)
+    if top:
+        assert abs(float(top.group(1)) * LOD_SCALE["m"] / 2 ** 0.5 - OVERVIEW_PX) < 0.2

@@ -35,8 +35,15 @@ HEADER_INSET = 6.0     # header text: points right of the cluster's left edge
 HEADER_BASE = 13.0     # header baseline: points below the cluster's top edge
 CLUSTER_RADIUS = 8.0
 
-# Level of detail: the smallest scale (px per point) at which each class of text is drawn.
-LOD_SCALE: dict[str, float] = {"s": 0.75, "o": 0.5, "m": 0.32}   # shape lines + edge labels, op names, modules
+# Level of detail: the smallest scale (px per point) at which each class of text is drawn, chosen by its size on
+# screen: shape lines and edge labels (9 and 8 pt) from about 6 px, op names (11 pt) from 6 px, module names and
+# headers from 5 px. Below that, overview labels take over (``_overview``).
+LOD_SCALE: dict[str, float] = {"s": 0.7, "o": 0.55, "m": 0.5}   # shape lines + edge labels, op names, modules
+OVERVIEW_PX = 11.0     # an overview label's size on screen at the low end of its band (up to √2 times that)
+OVERVIEW_STEP = 2 ** 0.5
+OVERVIEW_MIN_PX = 300.0   # overview bands go down to the zoom where the whole picture is this many pixels
+OVERVIEW_BANDS = 18
+BOLD_EM = 0.62         # bold glyph width estimate (em) for overview labels
 MAX_TEXT_PX = 24.0     # a main label stops growing at about this many pixels
 _TEXT_BANDS = (2.0, 2.8, 4.0, 5.6, 8.0, 11.0, 16.0, 22.0, 32.0)
 
@@ -126,6 +133,86 @@ def _css(th: Theme, width: float, kinds: set[tuple[str, bool]]) -> str:
                      f".s{{font-size:{_n(SUB_PT * f)}px}}.h{{font-size:{_n(HEADER_PT * f)}px}}"
                      f".el{{font-size:{_n(EDGE_PT * f)}px}}}}")
     return "".join(rules)
+
+
+def _overview_bands(width: float, height: float) -> list[float]:
+    """The low ends (px per point) of the overview bands, from the module-name threshold down to the zoom at
+    which the whole picture is ``OVERVIEW_MIN_PX`` across."""
+    low = OVERVIEW_MIN_PX / max(width, height, 1.0)
+    out: list[float] = []
+    s = LOD_SCALE["m"]
+    while s > low and len(out) < OVERVIEW_BANDS:
+        s /= OVERVIEW_STEP
+        out.append(s)
+    return out
+
+
+def _names(label: str, parent_label: str | None) -> list[str]:
+    """An overview label's candidates, longest first: the whole label, its qualname, the qualname below its
+    parent's (``self_attn`` inside ``layers.0``)."""
+    qual, _, cls = label.partition(": ")
+    if qual.startswith("("):          # the root, "(root): GridNet": its class name
+        return [label, cls] if cls else [label]
+    out = [label, qual]
+    if parent_label is not None:
+        pq = parent_label.split(": ")[0] + "."
+        if qual.startswith(pq) and len(qual) > len(pq):
+            out.append(qual[len(pq):])
+    return list(dict.fromkeys(out))
+
+
+def _overview(vg: VisibleGraph, layout: Layout, cv: _Canvas, depth: dict[str, int], ext: Box
+              ) -> tuple[list[str], str]:
+    """Map-style labels for the zoomed-out picture, where box text would be a few pixels: per band of zoom, the
+    names of the modules (open clusters, then closed module boxes) that have room on screen at a readable size,
+    shallow ones first, none over another. (text elements, their CSS rules)."""
+    bands = _overview_bands(cv.width, cv.height)
+    if not bands:
+        return [], ""
+    labels = {c.id: c.label for c in vg.clusters}
+    cands: list[tuple[int, float, float, Box, Box, list[str]]] = []
+    for cl in vg.clusters:
+        par = layout.clusters.get(cl.parent) if cl.parent else None
+        box = layout.clusters[cl.id]
+        cands.append((depth[cl.id], -box[3], box[0], box, par or ext, _names(cl.label, labels.get(cl.parent or ""))))
+    for vn in vg.nodes:
+        if vn.kind in ("module", "folded"):
+            box = layout.nodes[vn.id]
+            par = layout.clusters.get(vn.parent) if vn.parent else None
+            d = depth.get(vn.parent, -1) + 1 if vn.parent else 0
+            cands.append((d, -box[3], box[0], box, par or ext, _names(vn.label, labels.get(vn.parent or ""))))
+    cands.sort(key=lambda c: (c[0], c[1], c[2]))
+    out: list[str] = []
+    rules = [".ov{display:none;font-weight:bold;text-anchor:start;dominant-baseline:hanging;paint-order:stroke;"
+             "stroke-linejoin:round}"]
+    hi = LOD_SCALE["m"]
+    for k, s in enumerate(bands):
+        f = OVERVIEW_PX / s
+        hgt, inset = f * 1.25, 3.0 / s
+        grid: dict[tuple[int, int], list[Box]] = {}
+        cell = hgt * 4
+        for _d, _t, _x, box, par, names in cands:
+            if box[3] - box[1] < hgt + inset:
+                continue
+            text = next((t for t in names if len(t) * BOLD_EM * f + 2 * inset <= par[2] - par[0]), None)
+            if text is None:
+                continue
+            tw = len(text) * BOLD_EM * f
+            x = max(par[0] + inset, min(box[0] + inset, par[2] - inset - tw))
+            rect = (x, box[3] - inset - hgt, x + tw, box[3] - inset)
+            keys = [(i, j) for i in range(int(rect[0] // cell), int(rect[2] // cell) + 1)
+                    for j in range(int(rect[1] // cell), int(rect[3] // cell) + 1)]
+            if any(r[0] < rect[2] and rect[0] < r[2] and r[1] < rect[3] and rect[1] < r[3]
+                   for key in keys for r in grid.get(key, ())):
+                continue
+            for key in keys:
+                grid.setdefault(key, []).append(rect)
+            out.append(f'<text x="{cv.x(x)}" y="{cv.y(rect[3])}" class="ov o{k}">{html.escape(text)}</text>')
+        rules.append(f".o{k}{{font-size:{_n(f)}px;stroke-width:{_n(3.0 / s)}px}}"
+                     f"@media (min-width:{_n(cv.width * s)}px) and (max-width:{_n(cv.width * hi - 0.01)}px)"
+                     f"{{.o{k}{{display:inline}}}}")
+        hi = s
+    return out, "".join(rules)
 
 
 def _kind_class(kind: str, failed: bool) -> str:
@@ -232,12 +319,14 @@ def picture_svg(vg: VisibleGraph, layout: Layout, th: Theme, ext: Box, *, labels
                          f'<text x="{cx}" y="{cv.y(cy - LABEL_PT * 0.65)}" class="s {k}t"{tstyle}>{e(sub)}</text>')
         elif main:
             texts.append(f'<text x="{cx}" y="{cv.y(cy)}" class="t {lod} {k}t"{tstyle}>{e(main)}</text>')
+    overview, ov_css = _overview(vg, layout, cv, depth, ext) if labels else ([], "")
     # no width/height: an SVG image without its own size takes the size it is drawn at as its viewport, which
     # is what the level-of-detail media queries read
     return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_n(cv.width)} {_n(cv.height)}" '
             'preserveAspectRatio="none">'
-            f"<style>{_css(th, cv.width, kinds)}</style>"
-            + "".join(body) + "".join(edge_labels) + "".join(texts) + "".join(heads) + "</svg>")
+            f"<style>{_css(th, cv.width, kinds)}.ov{{fill:{th.font};stroke:{th.paper}}}{ov_css}</style>"
+            + "".join(body) + "".join(edge_labels) + "".join(texts) + "".join(heads) + "".join(overview)
+            + "</svg>")
 
 
 def data_uri(svg: str) -> str:
