@@ -29,21 +29,25 @@ _BINARY = frozenset(
 
 class _Names:
     """The names of one function's positional parameters; ``star``: a trailing ``*name`` (or list) parameter
-    that takes the remaining positional arguments (``x.view(2, 3)``: ``size``)."""
+    that takes the remaining positional arguments (``x.view(2, 3)``: ``size``). As a plan for one call's
+    argument types: ``names`` for each argument, or for the first ``merge`` ones and ``star`` for the rest."""
 
-    __slots__ = ("names", "star", "overloads", "typed")
+    __slots__ = ("merge", "names", "overloads", "plans", "star")
 
     def __init__(self, names: tuple[str, ...], star: str | None = None,
-                 overloads: list[tuple[tuple[str, ...], tuple[str, ...], int, bool]] | None = None) -> None:
+                 overloads: list[tuple[tuple[str, ...], tuple[str, ...], int, bool]] | None = None,
+                 merge: int | None = None) -> None:
         self.names = names
         self.star = star
         self.overloads = overloads          # (names, types, required, list-last) when the names depend on types
-        self.typed: dict[tuple[Any, ...], _Names] = {}
+        self.merge = merge
+        self.plans: dict[tuple[type, ...], _Names] = {}     # argument types -> plan
 
 
 _CACHE: dict[Any, _Names] = {}
 _UNKNOWN = _Names(())
 _OVERRIDES: dict[Any, Any] | None = None
+_MAX_PLANS = 256       # per function; beyond that a call's plan is made and not kept
 
 
 def items(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -51,6 +55,8 @@ def items(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
 
     Trailing arguments that fill one ``*shape``-like parameter with plain values become one item,
     ``size=(2, 3)``; if they hold tensors they are ``tensors[0]``, ``tensors[1]``, ... (each its own input).
+    The common case (one overload, no extra arguments) is one dict lookup; the rest is planned once per
+    argument types.
     """
     try:
         e = _CACHE[func]
@@ -58,28 +64,38 @@ def items(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         e = _CACHE[func] = _resolve(func)
     except TypeError:               # an unhashable callable
         e = _UNKNOWN
-    if e.overloads is not None:
-        e = _typed(e, args)
-    names = e.names
-    n = len(names)
-    if len(args) <= n:
-        pairs: Any = zip(names, args)  # noqa: B905 - names may be longer than args
-        return [*pairs, *kwargs.items()] if kwargs else pairs
-    return [*_long(e, args), *kwargs.items()]
+    if e.overloads is None and len(args) <= len(e.names):
+        pairs: Any = zip(e.names, args)  # noqa: B905 - names may be longer than args
+    else:
+        key = tuple(map(type, args))        # the types, not their kinds: no Python call per argument
+        p = e.plans.get(key)
+        if p is None:
+            p = _plan(e, key)
+            if len(e.plans) < _MAX_PLANS:
+                e.plans[key] = p
+        if p.merge is None:
+            pairs = zip(p.names, args)  # noqa: B905 - as long as args
+        else:
+            pairs = [*zip(p.names, args), (p.star, args[p.merge:])]  # noqa: B905 - the first `merge` args
+    return [*pairs, *kwargs.items()] if kwargs else pairs
 
 
-def _long(e: _Names, args: tuple[Any, ...]) -> list[tuple[str, Any]]:
-    names, star = e.names, e.star
+def _plan(e: _Names, types: tuple[type, ...]) -> _Names:
+    """Names for a call with arguments of these types (the overload they pick, a ``*size`` they fill)."""
+    kinds = tuple(map(_kind, types))
+    base = e if e.overloads is None else _choose(e, kinds)
+    names, star = base.names, base.star
+    n = len(kinds)
+    if n <= len(names):
+        return _Names(names[:n])
     if star is not None and names and names[-1] == star:    # a schema's list parameter: view(self, size)
         names = names[:-1]
-    n = len(names)
+    k = len(names)
     if star is None:
-        extra = [(_POS[i] if i < len(_POS) else str(i), a) for i, a in enumerate(args[n:], n)]
-        return [*zip(names, args[:n], strict=True), *extra]
-    rest = args[n:]
-    if not any(isinstance(a, (_Tensor, list, tuple)) for a in rest):
-        return [*zip(names, args[:n], strict=True), (star, rest)]
-    return [*zip(names, args[:n], strict=True), *((f"{star}[{i}]", a) for i, a in enumerate(rest))]
+        return _Names(names + tuple(_POS[i] if i < len(_POS) else str(i) for i in range(k, n)))
+    if not any(c in "TL" for c in kinds[k:]):
+        return _Names(names, star, merge=k)
+    return _Names(names + tuple(f"{star}[{i}]" for i in range(n - k)))
 
 
 # ---- finding the names, once per function ---------------------------------------------------------
@@ -202,10 +218,10 @@ _ACCEPTS = {
 }
 
 
-def _kind(a: Any) -> str:
-    if isinstance(a, _Tensor):
+def _kind(t: type) -> str:
+    if issubclass(t, _Tensor):
         return "T"
-    return _KIND.get(type(a), "?")
+    return _KIND.get(t, "?")
 
 
 def _accepts(t: str, k: str) -> bool:
@@ -213,14 +229,6 @@ def _accepts(t: str, k: str) -> bool:
         return k == "N" or _accepts(t[9:-1], k)
     allowed = _ACCEPTS.get(t)
     return allowed is None or k == "?" or k in allowed
-
-
-def _typed(e: _Names, args: tuple[Any, ...]) -> _Names:
-    key = tuple(map(_kind, args))
-    found = e.typed.get(key)
-    if found is None:
-        found = e.typed[key] = _choose(e, key)
-    return found
 
 
 def _choose(e: _Names, kinds: tuple[str, ...]) -> _Names:
