@@ -3,6 +3,7 @@ a module; inputs sit on the first rank, outputs on the last. Real Hugging Face m
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -143,5 +144,40 @@ def test_expand_all_on_a_llama_with_its_kv_cache_keeps_the_cache_one_box(page: A
                                arg=css_id("main", "depth"), timeout=20_000)
         click_id(page, "main", gid)                                     # the user opens it: its parts
         wait_ids(page, "main", "nodes:labels", present=parts, absent=(gid,))
+    finally:
+        srv.stop()
+
+
+def _t5() -> Graph:
+    from transformers import T5Config, T5Model
+
+    torch.manual_seed(0)
+    cfg = T5Config(num_layers=3, d_model=16, d_ff=32, num_heads=2, d_kv=8, vocab_size=64)
+    ids = torch.randint(0, 64, (1, 8), generator=torch.Generator().manual_seed(0))
+    return trace_model(T5Model(cfg).eval(), kwargs={"input_ids": ids, "decoder_input_ids": ids}).graph
+
+
+@pytest.mark.browser
+def test_a_t5s_two_caches_are_one_box_and_its_first_view_shows_its_labels(page: Any) -> None:
+    """T5 with default settings returned 14 output boxes and opened with every label hidden."""
+    from support_app import graph_dom_id
+    from support_picture import drawn_labels
+
+    from torchvista_dash import Trace
+    from torchvista_dash.app.server import make_app
+
+    g = _t5()
+    vg = view.build_view(g, view.make_spec(g, depth=1))
+    outs = {n.id: n.label for n in vg.nodes if n.kind == "output" or n.id.startswith("io:output")}
+    assert sorted(outs.values()) == ["cache · 2 × 3 × (keys, values)", "encoder_last_hidden_state",
+                                     "last_hidden_state"]
+    srv = start(make_app([Trace(g)]))
+    try:
+        page.goto(srv.url)
+        wait_drawn(page, "main")
+        drawn = drawn_labels(page, graph_dom_id("main"))["labels"]
+        texts = {re.sub(r"^[⊕⊖]\s*", "", lab["text"]) for lab in drawn}
+        wanted = {"encoder: T5Stack", "decoder: T5Stack", "last_hidden_state", "cache · 2 × 3 × (keys, values)"}
+        assert wanted <= texts, sorted(texts)
     finally:
         srv.stop()

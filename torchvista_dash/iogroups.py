@@ -87,16 +87,24 @@ def _shape(node: object) -> str:
 
 
 def _summary(root: str, rests: list[str]) -> str:
-    """``cache · 6 × (keys, values)`` when the members are a list of the same fields, else ``root · N tensors``."""
-    per_index: dict[int, list[str]] = {}
+    """``cache · 6 × (keys, values)`` when the members are a list of the same fields, ``cache · 2 × 6 × (keys,
+    values)`` for several such lists alike (T5's self- and cross-attention caches), else ``root · N tensors``."""
+    lists: dict[str, dict[int, list[str]]] = {}     # the part before the index → index → fields
     for rest in rests:
         m = _INDEX.search(rest)
         if m is None:
             return f"{root} · {len(rests)} tensors"
-        per_index.setdefault(int(m.group(1)), []).append(rest[m.end():].lstrip("."))
-    fields = list(per_index.values())
-    if sorted(per_index) != list(range(len(per_index))) or any(f != fields[0] for f in fields):
+        lists.setdefault(rest[:m.start()], {}).setdefault(int(m.group(1)), []).append(rest[m.end():].lstrip("."))
+    shapes = set()
+    for per_index in lists.values():
+        fields = list(per_index.values())
+        if sorted(per_index) != list(range(len(per_index))) or any(f != fields[0] for f in fields):
+            return f"{root} · {len(rests)} tensors"
+        shapes.add((len(per_index), tuple(fields[0])))
+    if len(shapes) != 1:
         return f"{root} · {len(rests)} tensors"
-    if fields[0] == [""]:
-        return f"{root} · {len(per_index)} tensors"
-    return f"{root} · {len(per_index)} × ({', '.join(fields[0])})"
+    ((count, first),) = shapes
+    outer = f"{len(lists)} × " if len(lists) > 1 else ""
+    if first == ("",):
+        return f"{root} · {outer}{count} tensors"
+    return f"{root} · {outer}{count} × ({', '.join(first)})"
