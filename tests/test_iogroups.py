@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import torch
-from support_app import click_id, css_id, ids_drawn, start, wait_drawn, wait_ids
+from support_app import click_id, css_id, ids_drawn, start, wait_drawn, wait_ids, wait_settled
 
 from torchvista_dash import layout, trace_model, view
 from torchvista_dash.graph import Graph
@@ -142,6 +142,8 @@ def test_expand_all_on_a_llama_with_its_kv_cache_keeps_the_cache_one_box(page: A
         assert not drawn & set(parts) and [i for i in drawn if i.startswith("io:output")] == [gid]
         page.wait_for_function("(s) => document.querySelector(s).innerText.trim() === 'every op'",
                                arg=css_id("main", "depth"), timeout=20_000)
+        page.click(css_id("main", "fit"))          # an every-op view starts at its first rank; the cache is last
+        wait_settled(page, "main")
         click_id(page, "main", gid)                                     # the user opens it: its parts
         wait_ids(page, "main", "nodes:labels", present=parts, absent=(gid,))
     finally:
