@@ -112,3 +112,4 @@ def test_serve_refuses_a_hostile_file_in_one_line(mutation: str, tmp_path) -> No
     assert {"cycle": "parent cycle", "depth": "says depth 1000000000", "versions": "field 'versions'",
             "infinity": "invalid JSON", "nesting": "invalid JSON",
             "size": "over the 1,000 bytes limit"}[mutation] in proc.stderr
+    assert proc.stderr.count("bad.json") == 1, proc.stderr          # the file is named once

@@ -305,7 +305,7 @@ class Graph:
             raise FileNotFoundError(f"no trace file at {path}")
         limit = trace_size_limit(max_bytes)
         size = path.stat().st_size
-        check_size(size, limit, str(path))
+        check_size(size, limit, "the file")
         with path.open("rb") as f:
             data = f.read(size + 1)      # read(n) allocates n bytes: never the limit itself (it may be huge)
             if len(data) > size:         # the file grew since stat: read on, in bounded pieces, to the limit
@@ -316,7 +316,7 @@ class Graph:
                         break
                     buf += more
                 data = bytes(buf)
-        check_size(len(data), limit, str(path))
+        check_size(len(data), limit, "the file")
         return cls.from_json(data, max_bytes=limit)
 
 
