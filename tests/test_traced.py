@@ -79,3 +79,29 @@ def test_stats_as_frame_without_pandas_says_to_install_it(monkeypatch: pytest.Mo
     with pytest.raises(ImportError, match=r"needs pandas \(pip install pandas\)"):
         t.stats(as_frame=True)
     assert t.stats()[0]["qualname"] == ""
+
+
+def test_a_graph_built_in_memory_is_checked_like_a_loaded_file() -> None:
+    """A parent cycle made in code (not read from a file) is refused when it becomes a Trace or a ModelGraph,
+    with the same message a file gets, instead of hanging the first view."""
+    import dataclasses
+
+    from support_graphs import nested_graph
+
+    from torchvista_dash import Trace, TraceFormatError
+    from torchvista_dash.app.component import ModelGraph
+
+    g = nested_graph()
+    assert Trace(g).graph is g                                       # a good graph passes
+    root, last = g.module_calls[0], g.module_calls[-1]
+    cyclic = dataclasses.replace(g, module_calls=(dataclasses.replace(root, parent=last.id), *g.module_calls[1:]))
+    with pytest.raises(TraceFormatError, match="parent cycle"):
+        Trace(cyclic)
+    with pytest.raises(TraceFormatError, match="parent cycle"):
+        ModelGraph(cyclic)
+    dangling = dataclasses.replace(g, nodes=(g.nodes[0], dataclasses.replace(g.nodes[1], parent="mod:nosuch"),
+                                             *g.nodes[2:]))
+    with pytest.raises(TraceFormatError, match="unknown parent 'mod:nosuch'"):
+        Trace(dangling)
+    with pytest.raises(TypeError, match="Trace needs a Graph, not dict"):
+        Trace({"nodes": []})  # type: ignore[arg-type]

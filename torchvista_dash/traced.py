@@ -27,7 +27,14 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 class Trace:
     """A traced forward pass: ``graph`` (pure data) plus, for a failed pass, the original ``error``."""
 
-    def __init__(self, graph: Graph, error: BaseException | None = None) -> None:
+    def __init__(self, graph: Graph, error: BaseException | None = None, *, _checked: bool = False) -> None:
+        # A graph built in memory is checked as a loaded file is (a parent cycle would hang the view);
+        # the tracer's and a loaded file's graphs are already known good, and their check is not paid twice.
+        if not isinstance(graph, Graph):
+            raise TypeError(f"Trace needs a Graph, not {type(graph).__name__} (trace_model(model, inputs) or "
+                            f"load_trace(path) give a Trace)")
+        if not _checked:
+            graph.validate()
         self.graph = graph
         self.error = error
         self._traceback = error.__traceback__ if error is not None else None
@@ -172,7 +179,7 @@ def trace_model(model: Any, inputs: Any = (), kwargs: dict[str, Any] | None = No
             f"partial trace (Trace.error holds the exception, Trace.raise_if_failed() re-raises it)",
             stacklevel=user_stacklevel(),
         )
-    return Trace(graph, error)
+    return Trace(graph, error, _checked=True)
 
 
 def load_trace(path: str | Path, *, max_bytes: int | None = None) -> Trace:
@@ -181,4 +188,4 @@ def load_trace(path: str | Path, *, max_bytes: int | None = None) -> Trace:
     graph = Graph.load(path, max_bytes=max_bytes)
     if graph.error is not None:
         warnings.warn(f"this trace's forward pass failed: {graph.error.type}: {graph.error.message}", stacklevel=2)
-    return Trace(graph)
+    return Trace(graph, _checked=True)
