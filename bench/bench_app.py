@@ -1,7 +1,7 @@
 """App benchmark: first draw and click-to-drawn in headless Chromium, ours against torchvista, one run.
 
 Command (from the repository root):
-    .venv/bin/python bench/bench_app.py [--loads 5] [--clicks 10] [--models gpt2,bert]
+    .venv/bin/python bench/bench_app.py [--loads 5] [--clicks 10] [--models gpt2,bert,llama6] [--floor 1]
 
 Models: GPT-2 small (GPT2Model(GPT2Config()): 12 layers, 768 wide) and BERT base (BertModel(BertConfig())),
 random weights, 16 tokens. Both tools show about the same thing: torchvista's default view, and ours at
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import shutil
 import statistics
@@ -95,7 +96,8 @@ def build(name: str) -> tuple[Any, Any, str, list[str], list[str], int | None]:
     The timed module is one torchvista's default view shows collapsed (GPT-2: the first block's attention,
     BERT: the first encoder layer); ours opens at depth 2, which shows the same level. Llama (6 layers, a
     transformers config, every op: about 400 boxes): ours starts with every op drawn and times closing and
-    reopening the first decoder layer; torchvista times expanding its first decoder layer."""
+    reopening the first decoder layer; torchvista, whose default view of it shows the decoder layers' children,
+    times expanding the first layer's attention."""
     import torch
 
     torch.manual_seed(0)
@@ -109,7 +111,7 @@ def build(name: str) -> tuple[Any, Any, str, list[str], list[str], int | None]:
 
         cfg = LlamaConfig(num_hidden_layers=6, hidden_size=256, intermediate_size=512, num_attention_heads=4,
                           num_key_value_heads=2, vocab_size=1000)
-        return (LlamaModel(cfg).eval(), ids, "Llama 6 layers, every op", ["mod:layers.0"], ["LlamaDecoderLayer"],
+        return (LlamaModel(cfg).eval(), ids, "Llama 6 layers, every op", ["mod:layers.0"], ["LlamaAttention"],
                 None)
     from transformers import BertConfig, BertModel
 
@@ -169,8 +171,13 @@ def ours(browser: Any, trace: Any, path: list[str], loads: int, clicks: int, dep
         plain.stop()
     return {"cold": draws[0], "warm": statistics.median(draws[1:]), "without_picture": statistics.median(without),
             "picture_cold": pictures[0],
-            "picture": statistics.median(p for p in pictures[1:] if p is not None), "open": statistics.median(opens),
+            "picture": _median([p for p in pictures[1:] if p is not None]), "open": statistics.median(opens),
             "close": statistics.median(closes), "first_open": opens[0]}
+
+
+def _median(values: list[float]) -> float | None:
+    """None when there is nothing to take it of (a view over the first picture's size has no first picture)."""
+    return statistics.median(values) if values else None
 
 
 def _dom(aio: str) -> str:
@@ -277,8 +284,10 @@ def main() -> None:
     ap.add_argument("--loads", type=int, default=5)
     ap.add_argument("--clicks", type=int, default=10)
     ap.add_argument("--models", default="gpt2,bert")
+    ap.add_argument("--floor", type=int, default=1, help="measure Dash's floor in the same run (0: skip)")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
+    load_before = os.getloadavg()
     from playwright.sync_api import sync_playwright
 
     from torchvista_dash import trace_model
@@ -294,13 +303,25 @@ def main() -> None:
             rows.append((title, trace.graph.op_count, o, t))
             print(f"{title}: ours {o}  torchvista {t}", file=sys.stderr, flush=True)
         browser.close()
-    md = render(rows, args)
+    floor = None
+    if args.floor:
+        from bench.bench_dash_floor import measure
+
+        draws, clicks, _basic = measure(max(3, args.loads), max(5, args.clicks))
+        floor = (statistics.median(draws), statistics.median(clicks))
+    md = render(rows, args, floor, (load_before, os.getloadavg()))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(md)
     print(md)
 
 
-def render(rows: list[tuple[str, int, dict[str, Any], dict[str, Any]]], args: argparse.Namespace) -> str:
+def _ratio(a: float | None, b: float | None) -> str:
+    return "-" if a is None or not b else f"{a / b:.2f}"
+
+
+def render(rows: list[tuple[str, int, dict[str, Any], dict[str, Any]]], args: argparse.Namespace,
+           floor: tuple[float, float] | None = None,
+           load: tuple[tuple[float, ...], tuple[float, ...]] | None = None) -> str:
     import torch
 
     lines = [
@@ -321,7 +342,7 @@ def render(rows: list[tuple[str, int, dict[str, Any], dict[str, Any]]], args: ar
         lines.append(
             f"| {title} | {ops} | {_ms(o['picture_cold'])} | {_ms(o['picture'])} | {o['cold']:.0f} | {o['warm']:.0f} "
             f"| {o['without_picture']:.0f} "
-            f"| {t['warm']:.0f} | {o['picture'] / t['warm']:.2f} | {o['warm'] / t['warm']:.2f} "
+            f"| {t['warm']:.0f} | {_ratio(o['picture'], t['warm'])} | {o['warm'] / t['warm']:.2f} "
             f"| {o['open']:.0f} | {t['open']:.0f} | {o['open'] / t['open']:.2f} "
             f"| {o['close']:.0f} | {t['close']:.0f} | {o['close'] / t['close']:.2f} |")
     lines += [
@@ -332,6 +353,12 @@ def render(rows: list[tuple[str, int, dict[str, Any], dict[str, Any]]], args: ar
                     for title, _, o, t in rows) + ".",
         "",
     ]
+    if floor is not None:
+        lines += [f"Dash's floor in the same run (bench/bench_dash_floor.py's page: one dcc.Graph with two points): "
+                  f"interactive after {floor[0]:.0f} ms, a click's new figure drawn after {floor[1]:.0f} ms.", ""]
+    if load is not None:
+        lines += [f"Load average (1, 5, 15 min) at the start: {', '.join(f'{v:.1f}' for v in load[0])}; at the end: "
+                  f"{', '.join(f'{v:.1f}' for v in load[1])} (2 cores; above about 1, other work shared them).", ""]
     return "\n".join(lines)
 
 

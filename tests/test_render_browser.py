@@ -110,8 +110,9 @@ def test_hover_shows_module_details(loaded):
 
 
 def test_zoomed_out_view_draws_no_text_until_zoomed_in(browser, tmp_path):
-    """A tall view fitted whole is too small to read: the picture draws no text (its level of detail), hover and
-    clicks still work on every box; zoomed in, the labels are drawn."""
+    """A tall view fitted whole is too small to read: the picture draws no box text (its level of detail), only
+    the model's name as an overview label; hover and clicks still work on every box; zoomed in, the labels are
+    drawn."""
     g, vg, lay = grid_case(300, cols=2)
     fig = make_figure(g, vg, lay)
     path = tmp_path / "tall.html"
@@ -126,7 +127,9 @@ def test_zoomed_out_view_draws_no_text_until_zoomed_in(browser, tmp_path):
         page.evaluate("(id) => { const gd = document.getElementById(id), b = gd._fullLayout.meta.torchvista_dash.bounds;"
                       " return Plotly.relayout(gd, {'xaxis.range': [b[0] - 12, b[2] + 12],"
                       " 'yaxis.range': [b[1] - 12, b[3] + 12]}); }", HTML_DIV_ID)
-        assert drawn_labels(page, HTML_DIV_ID)["labels"] == []
+        whole = drawn_labels(page, HTML_DIV_ID)["labels"]      # only the model's name, as an overview label
+        assert [lab["text"] for lab in whole if not lab["cls"].startswith("ov ")] == []
+        assert [lab["text"] for lab in whole] == ["GridNet"]
         page.evaluate(LISTEN, HTML_DIV_ID)
         x, y = point_of(page, "nodes:labels", "n:100", 0.85, 0.85)
         px, py = page.evaluate(TO_PIXELS, [HTML_DIV_ID, x, y])

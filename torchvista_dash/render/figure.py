@@ -43,7 +43,9 @@ LABEL_PT = picture.LABEL_PT     # the font size (points) boxes are sized for by 
 HEADER_ROW = 20.0               # points: a cluster's header row (the layout leaves about 26 above its contents)
 PAD = 12.0                      # points around the graph in the initial view
 FAILED_WINDOW = (900.0, 600.0)  # points shown around the failing op in a failed trace's initial view
-START_SCALE = picture.LOD_SCALE["s"]   # px per point a too-big view starts at: op names and shape lines drawn
+# px per point a too-big view starts at: op names and shape lines drawn, also in a plot somewhat smaller than
+# the nominal one
+START_SCALE = picture.LOD_SCALE["s"] * 1.15
 SCROLL_CONFIG = {"scrollZoom": True, "displaylogo": False, "doubleClick": "reset"}
 _HIDDEN = "rgba(0,0,0,0)"
 
@@ -146,7 +148,7 @@ def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "li
     paint = paint or Paint()
     vg = with_sublabels(vg, paint)
     bounds = _bounds(layout)
-    ext = picture.extent(layout, PAD)
+    ext = picture.canvas_extent(layout, PAD, NOMINAL_PLOT_PX[0] / NOMINAL_PLOT_PX[1])
     xr, yr = _initial_ranges(graph, vg, layout, bounds)
     show_labels = labels is not False
     show_details = details is not False

@@ -36,9 +36,9 @@ HEADER_BASE = 13.0     # header baseline: points below the cluster's top edge
 CLUSTER_RADIUS = 8.0
 
 # Level of detail: the smallest scale (px per point) at which each class of text is drawn, chosen by its size on
-# screen: shape lines and edge labels (9 and 8 pt) from about 6 px, op names (11 pt) from 6 px, module names and
-# headers from 5 px. Below that, overview labels take over (``_overview``).
-LOD_SCALE: dict[str, float] = {"s": 0.7, "o": 0.55, "m": 0.5}   # shape lines + edge labels, op names, modules
+# screen: shape lines (9 pt) from about 7 px, op names (11 pt) from 8 px, module names and headers (10 pt) from
+# 7 px; smaller text is not readable, so it is not drawn. Below that, overview labels take over (``_overview``).
+LOD_SCALE: dict[str, float] = {"s": 0.8, "o": 0.72, "m": 0.7}   # shape lines + edge labels, op names, modules
 OVERVIEW_PX = 11.0     # an overview label's size on screen at the low end of its band (up to √2 times that)
 OVERVIEW_STEP = 2 ** 0.5
 OVERVIEW_MIN_PX = 300.0   # overview bands go down to the zoom where the whole picture is this many pixels
@@ -77,6 +77,16 @@ def extent(layout: Layout, pad: float) -> Box:
     if not xs:
         return (-pad, -pad, max(layout.width, 1.0) + pad, max(layout.height, 1.0) + pad)
     return (min(xs) - pad, min(ys) - pad, max(xs) + pad, max(ys) + pad)
+
+
+def canvas_extent(layout: Layout, pad: float, aspect: float) -> Box:
+    """``extent`` widened (or heightened) about its centre to ``aspect`` (width / height, the plot's): fitted
+    whole, the picture then covers the plot, and the overview labels of a narrow column have room beside it."""
+    x0, y0, x1, y1 = extent(layout, pad)
+    w, h = x1 - x0, y1 - y0
+    grow = round(max(h * aspect - w, 0.0) / 2, 1)      # a tenth of a point: what the SVG's numbers hold
+    up = round(max(w / aspect - h, 0.0) / 2, 1)
+    return (x0 - grow, y0 - up, x1 + grow, y1 + up)
 
 
 class _Canvas:
@@ -152,7 +162,7 @@ def _names(label: str, parent_label: str | None) -> list[str]:
     parent's (``self_attn`` inside ``layers.0``)."""
     qual, _, cls = label.partition(": ")
     if qual.startswith("("):          # the root, "(root): GridNet": its class name
-        return [label, cls] if cls else [label]
+        return [cls] if cls else [label]
     out = [label, qual]
     if parent_label is not None:
         pq = parent_label.split(": ")[0] + "."
@@ -194,11 +204,15 @@ def _overview(vg: VisibleGraph, layout: Layout, cv: _Canvas, depth: dict[str, in
         for _d, _t, _x, box, par, names in cands:
             if box[3] - box[1] < hgt + inset:
                 continue
+            # the longest name that fits the parent; else the shortest, running past it over the empty canvas
+            room = par
             text = next((t for t in names if len(t) * BOLD_EM * f + 2 * inset <= par[2] - par[0]), None)
             if text is None:
-                continue
+                text, room = names[-1], ext
+                if len(text) * BOLD_EM * f + 2 * inset > ext[2] - ext[0]:
+                    continue
             tw = len(text) * BOLD_EM * f
-            x = max(par[0] + inset, min(box[0] + inset, par[2] - inset - tw))
+            x = max(room[0] + inset, min(box[0] + inset, room[2] - inset - tw))
             rect = (x, box[3] - inset - hgt, x + tw, box[3] - inset)
             keys = [(i, j) for i in range(int(rect[0] // cell), int(rect[2] // cell) + 1)
                     for j in range(int(rect[1] // cell), int(rect[3] // cell) + 1)]
