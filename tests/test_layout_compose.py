@@ -279,3 +279,19 @@ def test_the_guard_counts_edges_not_boxes(dot_binary, monkeypatch):
     layout.clear_cache()
     with pytest.raises(layout.GraphvizError, match=r"holds \d+ edges .* over the 50 .* collapse"):
         layout.layout_view(vg, method="composed")
+
+
+@pytest.mark.parametrize("tall", [3_000.0, 150_000.0])
+def test_edges_meet_a_child_cluster_where_its_ports_are_even_past_graphviz_cell_limit(dot_binary, tall):
+    # a child cluster's border is a table of whole-point cells; Graphviz ignores a cell over 65,535 points
+    # (an 80-layer model is 270,000 tall), which put every port of such a cluster in the wrong place
+    from torchvista_dash.layout.piecedot import layout_pieces
+
+    kids = (((50.0, 30.0), (), ()), ((300.0, tall), (40, 250), ()))
+    key = ("TB", kids, 0, 0, ((0, 1, -1, -1, 0), (0, 1, -1, -1, 1)), None)
+    (lay,), _runs = layout_pieces([key], 60.0)
+    x0 = lay.centres[1][0] - 150.0
+    ends = sorted(lay.points[lay.starts[k + 1] - 1][0] - x0 for k in range(2))
+    assert ends == pytest.approx([40.5, 250.5], abs=1.0)
+    top = lay.centres[1][1] + tall / 2          # on the cluster's upper border, not inside it
+    assert [lay.points[lay.starts[k + 1] - 1][1] for k in range(2)] == pytest.approx([top, top], abs=2.0)

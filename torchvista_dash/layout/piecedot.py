@@ -35,6 +35,7 @@ OUT_SIDE = {"TB": "s", "BT": "n", "LR": "e", "RL": "w"}
 KEEP = 4.0                  # points kept between a row of ports and the boxes next to it
 RANK_GAP = 0.3 * 72 - KEEP  # points cut beside a row of ports: the rank gap (ranksep) but KEEP
 PRECISE_OVER = 20_000.0   # points: pieces that may be bigger are read from dot's drawing ops (see layout_pieces)
+MAX_CELL = 65_535   # points: the biggest WIDTH/HEIGHT of a cell Graphviz takes
 ALIGN = 16     # dot weight of the edge aligning a piece's through ports (``pieces.through``)
 STRAIGHT = 8   # dot weight of every edge but a bus branch: dot keeps the heavier of two edges straight
 
@@ -141,9 +142,32 @@ def _strip(prefix: str, side: int, starts: Sequence[int], horizontal: bool) -> s
     if side > at:
         cells.append(("", side - at))
     size = 'WIDTH="{}" HEIGHT="1"' if horizontal else 'WIDTH="1" HEIGHT="{}"'
-    tds = [f'<TD {size.format(n)} FIXEDSIZE="TRUE"{port}></TD>' for port, n in cells]
+    tds = [f'<TD {size.format(n)} FIXEDSIZE="TRUE"{port}></TD>' for port, n in _split(cells)]
     body = "<TR>" + "".join(tds) + "</TR>" if horizontal else "".join(f"<TR>{td}</TR>" for td in tds)
     return f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0">{body}</TABLE>'
+
+
+def _split(cells: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """Filler cells cut to at most ``MAX_CELL`` points each (Graphviz ignores a bigger cell size)."""
+    out: list[tuple[str, int]] = []
+    for port, n in cells:
+        while n > MAX_CELL:
+            out.append((port, MAX_CELL))
+            n -= MAX_CELL
+        out.append((port, n))
+    return out
+
+
+def _block(w: int, h: int) -> str:
+    """The inside of a child cluster's table: a cell ``w`` × ``h`` points, a grid of cells when a side is over
+    ``MAX_CELL`` (an 80-layer model is 270,000 points tall)."""
+    cols = [n for _p, n in _split([("", w)])]
+    rows = [n for _p, n in _split([("", h)])]
+    if len(cols) == 1 and len(rows) == 1:
+        return f'<TD WIDTH="{w}" HEIGHT="{h}" FIXEDSIZE="TRUE"></TD>'
+    body = "".join("<TR>" + "".join(f'<TD WIDTH="{c}" HEIGHT="{r}" FIXEDSIZE="TRUE"></TD>' for c in cols) + "</TR>"
+                   for r in rows)
+    return f'<TD><TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0">{body}</TABLE></TD>'
 
 
 def _port_table(rankdir: str, w: float, h: float, ins: Sequence[int], outs: Sequence[int]) -> str:
@@ -160,11 +184,11 @@ def _port_table(rankdir: str, w: float, h: float, ins: Sequence[int], outs: Sequ
     first, last = strips
     thick = (first is not None) + (last is not None)
     if horizontal:
-        mid = f'<TD WIDTH="{wi}" HEIGHT="{max(hi - thick, 1)}" FIXEDSIZE="TRUE"></TD>'
+        mid = _block(wi, max(hi - thick, 1))
         rows = [f"<TR><TD>{first}</TD></TR>" if first else "", f"<TR>{mid}</TR>", f"<TR><TD>{last}</TD></TR>" if last else ""]
         body = "".join(rows)
     else:
-        mid = f'<TD WIDTH="{max(wi - thick, 1)}" HEIGHT="{hi}" FIXEDSIZE="TRUE"></TD>'
+        mid = _block(max(wi - thick, 1), hi)
         body = "<TR>" + (f"<TD>{first}</TD>" if first else "") + mid + (f"<TD>{last}</TD>" if last else "") + "</TR>"
     return f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0">{body}</TABLE>>'
 
