@@ -36,7 +36,7 @@ KEEP = 4.0                  # points kept between a row of ports and the boxes n
 RANK_GAP = 0.3 * 72 - KEEP  # points cut beside a row of ports: the rank gap (ranksep) but KEEP
 PRECISE_OVER = 20_000.0   # points: pieces that may be bigger are read from dot's drawing ops (see layout_pieces)
 MAX_CELL = 65_535   # points: the biggest WIDTH/HEIGHT of a cell Graphviz takes
-ALIGN = 16     # dot weight of the edge aligning a piece's through ports (``pieces.through``)
+ALIGN = 16     # dot weight of the edge aligning two layers of a stack (``_stacked_layers``)
 STRAIGHT = 8   # dot weight of every edge but a bus branch: dot keeps the heavier of two edges straight
 
 
@@ -54,7 +54,7 @@ class PieceLayout:
 def _dot_edges(key: tuple) -> tuple[list[tuple[int, int, dict[str, object]]], list[list[int]], int]:
     """The dot edges of a piece (tail slot, head slot, attributes), per piece edge the dot edges it runs along
     (a bus member: the trunk up to its junction, then its branch), and the number of slots with junctions."""
-    _rankdir, children, n_in, n_out, specs, align = key
+    _rankdir, children, n_in, n_out, specs = key
     nxt = len(children) + n_in + n_out
     out: list[tuple[int, int, dict[str, object]]] = []
     follow: list[list[int]] = []
@@ -62,8 +62,10 @@ def _dot_edges(key: tuple) -> tuple[list[tuple[int, int, dict[str, object]]], li
     leaving: list[tuple[int, int, int]] = []        # out-bus members: (piece edge, junction, head port)
     rankdir = key[0]
     for tail, head, group, tport, hport in specs:
-        # edges between children stay straight before edges to ports (which give way, like bus branches)
-        weight = STRAIGHT if max(tail, head) < len(children) else 0
+        # edges between children stay straight before edges to ports (which give way, like bus branches), and
+        # an edge from one layer of a stack into the next gives way to the edge aligning them (_stacked_layers)
+        weight = 0 if _stacked(children, tail, head, tport, hport) else \
+            STRAIGHT if max(tail, head) < len(children) else 0
         attrs: dict[str, object] = {"weight": weight}
         out_at = {"tailport": f"o{tport}:{OUT_SIDE[rankdir]}"} if tport >= 0 else {}
         in_at = {"headport": f"i{hport}:{IN_SIDE[rankdir]}"} if hport >= 0 else {}
@@ -101,8 +103,7 @@ def _dot_edges(key: tuple) -> tuple[list[tuple[int, int, dict[str, object]]], li
             follow[k].append(len(out))
             out.append((end, port, {"weight": 0}))
     out.extend(_stacked_sinks(specs, len(children)))
-    if align is not None:     # an invisible heavy edge keeps the two ports one above the other
-        out.append((len(children) + align[0], len(children) + n_in + align[1], {"style": "invis", "weight": ALIGN}))
+    out.extend(_stacked_layers(specs, children))
     return out, follow, nxt
 
 
@@ -193,6 +194,23 @@ def _port_table(rankdir: str, w: float, h: float, ins: Sequence[int], outs: Sequ
     return f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0">{body}</TABLE>>'
 
 
+def _stacked(children: Sequence[tuple], tail: int, head: int, tport: int, hport: int) -> bool:
+    """Whether a piece edge runs from an out-port of a child cluster into an in-port of a sibling of the same
+    size (one layer of a stack into the next)."""
+    return tport >= 0 and hport >= 0 and tail < len(children) and head < len(children) and \
+        children[tail][0] == children[head][0]
+
+
+def _stacked_layers(specs: Sequence[tuple[int, int, int, int, int]],
+                    children: Sequence[tuple]) -> list[tuple[int, int, dict[str, object]]]:
+    """Invisible heavy edges between the centres of consecutive layers of a stack: the layers stand in one
+    column, and the edges between them jog across the gap. Kept straight instead, port to port, they made each
+    layer step sideways from the one above by the distance between its in- and out-port (a Llama layer's
+    hidden states enter 122 points left of where they leave: a diagonal staircase over 32 layers)."""
+    pairs = dict.fromkeys((t, h) for t, h, _g, tp, hp in specs if _stacked(children, t, h, tp, hp))
+    return [(t, h, {"style": "invis", "weight": ALIGN}) for t, h in pairs]
+
+
 def _stacked_sinks(specs: Sequence[tuple[int, int, int, int, int]], n: int) -> list[tuple[int, int, dict[str, object]]]:
     """Invisible edges that stack many end boxes fed by one child (GPT-2's 24 cached keys/values below the
     model's box) into a block of rows, instead of one row as wide as all of them."""
@@ -217,7 +235,7 @@ def _stacked_sinks(specs: Sequence[tuple[int, int, int, int, int]], n: int) -> l
 
 def piece_dot(key: tuple) -> tuple[str, list[tuple[int, int, dict[str, object]]], list[list[int]], int]:
     """DOT text of the piece ``key`` (built with pydot), with what ``_dot_edges`` says about its edges."""
-    rankdir, children, n_in, n_out, _specs, _align = key
+    rankdir, children, n_in, n_out, _specs = key
     edges, follow, slots = _dot_edges(key)
     g = pydot.Dot("p", graph_type="digraph", rankdir=rankdir, **GRAPH_ATTRS)
     g.set_node_defaults(shape="box", fixedsize="true", width=PORT_SIZE, height=PORT_SIZE, label='""')
@@ -249,7 +267,7 @@ def _trim(key: tuple, width: float, height: float, centres: tuple[Point, ...], f
     the border, not a rank of their own, and each one cost a cluster a rank's height at both ends.
     ``flat`` holds every piece edge's polyline, edge k at ``starts[k]:starts[k + 1]`` (numpy: a tall piece
     has tens of thousands of points)."""
-    rankdir, children, n_in, n_out, specs, _align = key
+    rankdir, children, n_in, n_out, specs = key
     n = len(children)
     extent, across = (height, width) if rankdir in ("TB", "BT") else (width, height)
     pts = _frame_xy(rankdir, width, height, np.array(centres, dtype=float).reshape(-1, 2))

@@ -44,7 +44,6 @@ class Piece:
     out_ports: dict[PortKey, int] = field(default_factory=dict)
     edges: list[tuple[str, int, str, int, PortKey]] = field(default_factory=list)  # (tail kind, i, head kind, j, port)
     edge_at: dict[tuple[str, int, str, int, PortKey], int] = field(default_factory=dict)
-    align: tuple[int, int] | None = None     # (in-port, out-port) drawn one above the other (``through``)
 
     def edge(self, tail: tuple[str, int], head: tuple[str, int], port: PortKey) -> int:
         """The index of the piece edge from ``tail`` to ``head`` carrying ``port``'s tensor (made once)."""
@@ -95,7 +94,7 @@ class Piece:
             for k, (tk, ti, hk, hj, port) in enumerate(self.edges))
         kids = tuple((size, *fields[c]) if cl else (size, (), ())
                      for size, c, cl in zip(sizes, self.children, self.is_cluster, strict=True))
-        return (rankdir, kids, len(self.in_ports), len(self.out_ports), specs, self.align)
+        return (rankdir, kids, len(self.in_ports), len(self.out_ports), specs)
 
 
 @dataclass
@@ -169,7 +168,6 @@ def plan(vg: VisibleGraph) -> Plan:
             route.append((cd[j], p.edge(("i", q), ("c", p.index[inner]), port)))
         routes.append(route)
 
-    through(vg, pieces)
     height: dict[str | None, int] = {c.id: 0 for c in vg.clusters}
     height[None] = 0
     for c in sorted(vg.clusters, key=lambda c: -len(chain(c.id))):     # children before their parents
@@ -181,49 +179,6 @@ def plan(vg: VisibleGraph) -> Plan:
     levels = [lv for lv in levels if lv]
     labels = {c.id: text_width(c.label, CLUSTER_FONT_SIZE) + LABEL_PAD for c in vg.clusters}
     return Plan(pieces, levels, routes, labels)
-
-
-def through(vg: VisibleGraph, pieces: dict[str | None, Piece]) -> None:
-    """Set each piece's ``align``: its first out-port and the in-port of the same shape and dtype with the
-    longest way to it (a decoder layer's hidden states, not the position tensor or the mask that join on the
-    way). Drawn one above the other, a stack of identical layers is one straight column: with them where dot
-    happened to put them, each layer stepped sideways from the one above by their distance (122 points in a
-    Llama layer, a diagonal staircase over 32 layers)."""
-    meta = {(e.src, e.tensor): (e.meta.shape, e.meta.dtype) for e in vg.edges}
-    for p in pieces.values():
-        if not p.in_ports or not p.out_ports:
-            continue
-        want = meta.get(next(iter(p.out_ports)))
-        same = [(i, port) for port, i in p.in_ports.items() if meta.get(port) == want]
-        if not same:
-            continue
-        far = _ways_to(p, p.slot("o", 0))
-        best = max(same, key=lambda ip: (far.get(p.slot("i", ip[0]), -1), -ip[0]))
-        p.align = (best[0], 0)
-
-
-def _ways_to(p: Piece, target: int) -> dict[int, int]:
-    """The longest way (in piece edges) from each slot to ``target``, for the slots that reach it (a cycle
-    between collapsed calls is cut where the topological order stops)."""
-    succ: dict[int, list[int]] = {}
-    indeg: dict[int, int] = {}
-    for tk, ti, hk, hj, _port in p.edges:
-        t, h = p.slot(tk, ti), p.slot(hk, hj)
-        succ.setdefault(t, []).append(h)
-        indeg[h] = indeg.get(h, 0) + 1
-        indeg.setdefault(t, 0)
-    order = [s for s, d in indeg.items() if d == 0]
-    for s in order:                       # Kahn's order, appended to while read
-        for h in succ.get(s, ()):
-            indeg[h] -= 1
-            if indeg[h] == 0:
-                order.append(h)
-    far = {target: 0}
-    for s in reversed(order):
-        best = max((far[h] + 1 for h in succ.get(s, ()) if h in far), default=-1)
-        if best >= 0 and s != target:
-            far[s] = best
-    return far
 
 
 def node_sizes(vg: VisibleGraph) -> dict[str, Size]:

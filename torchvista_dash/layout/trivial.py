@@ -17,7 +17,7 @@ PORT = PORT_SIZE * 72      # points
 def lay_out_single(key: tuple) -> PieceLayout | None:
     """The layout of a one-child piece (None for any other): in-ports above the child where its edges meet
     it (a child cluster's own port places), out-ports below, in the frame where ranks run down."""
-    rankdir, children, n_in, n_out, specs, _align = key
+    rankdir, children, n_in, n_out, specs = key
     if len(children) != 1:
         return None
     (w, h), in_cells, out_cells = children[0]
