@@ -236,6 +236,22 @@ def test_serve_answers_with_the_graph_for_every_target_form(servers: dict[str, s
     assert any("ModelGraph" in d["output"] for d in deps)          # the component's callbacks are there
 
 
+def test_serving_a_failing_model_warns_once_and_the_page_shows_the_error(tmp_path: Path) -> None:
+    """`serve module:broken`: one warning line in the terminal (not one per page load), the error in the page."""
+    (tmp_path / "tvd_cli_models.py").write_text(MODELS)
+    proc = _spawn(["tvd_cli_models:broken"], tmp_path)
+    try:
+        url = _url_of(proc)
+        for _ in range(2):                                          # two visitors
+            layout = requests.get(url + "_dash-layout", headers={"Referer": url}, timeout=60)
+            assert layout.status_code == 200 and "RuntimeError" in layout.text
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=20)
+    assert err.count("forward pass failed") == 1, err
+    assert err.startswith("warning: the forward pass failed (RuntimeError"), err
+
+
 def test_bad_target_exits_non_zero_in_a_real_process(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "torchvista_dash", "serve", "nowhere/t.json"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
