@@ -16,6 +16,7 @@ BENCHMARKS = [
     ("layout", ["bench_layout.py"]),
     ("render", ["bench_render.py"]),
     ("app", ["bench_app.py"]),
+    ("vs_torchvista", ["bench_vs_torchvista.py"]),
     ("dash_floor", ["bench_dash_floor.py"]),
     ("diff", ["bench_diff.py"]),
     ("load", ["bench_load.py"]),

@@ -1,0 +1,338 @@
+"""Every-op views, ours against torchvista, in one headless Chromium: time to draw and to open one block.
+
+Command (from the repository root):
+    .venv/bin/python bench/bench_vs_torchvista.py [--loads 3] [--clicks 3] [--models llama6,llama16,llama32]
+
+Models (random weights, built from configs, 16 tokens, the KV cache left at its default): a Llama-style decoder
+(``LlamaConfig``, hidden 256, 4 heads, 2 KV heads) with 6, 16 and 32 layers; ``gpt2`` (GPT-2 small) and
+``bert`` (BERT base) on request. Both tools show every op:
+
+- ours: ``python -m torchvista_dash serve bench.bench_vs_torchvista:<model> --depth -1`` in its own process
+  on 127.0.0.1, the page loaded as ``/?fold_repeats=0`` (every call open and repeated layers drawn one by one,
+  as torchvista draws them; ``--depth -1`` alone folds the 6 to 32 identical layers into one "×N" box). "first picture" is when the server-drawn SVG in the
+  page's HTML was painted (Element Timing), "interactive" the first frame where plotly has drawn the graph;
+  cold is the first load after the server answered, warm the median of the later loads.
+- torchvista: its HTML export (``trace_model(..., export_format="html", collapse_modules_after_depth=100,
+  forced_module_tracing_depth=100)``: every module open and traced into, so ``nn.Linear`` shows its
+  ``linear`` op as ours does), loaded from file:// and laid out in the browser (viz.js) on each load; drawn is
+  the first frame whose SVG holds the graph's text.
+- opening one block: the first decoder layer (BERT: the first encoder layer) is closed once (not timed; ours
+  first zooms onto it as a user must, since at the whole-model fit its header is a pixel tall), then a real
+  mouse click on its collapsed box (ours: the box; torchvista: its ⊕ button) is timed until the opened layer's
+  contents are drawn, and a click on its close target (ours: the header; torchvista: ⊖) until it is closed.
+- Dash's floor in the same run (bench_dash_floor.measure: one two-point dcc.Graph and a click).
+
+Writes bench/results/vs_torchvista.md and prints it, with the load average during the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import warnings
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.bench_app import (  # noqa: E402  (the path above first)
+    CHROMIUM_ARGS,
+    OURS_DRAWN,
+    OURS_IDS,
+    OURS_PICTURE,
+    OURS_ZOOM_TO,
+    TV_DRAWN,
+    _dom,
+    _first,
+    _ours_click,
+    _tv_click,
+)
+
+RESULTS = ROOT / "bench" / "results" / "vs_torchvista.md"
+COMMAND = ".venv/bin/python bench/bench_vs_torchvista.py"
+TIMEOUT_MS = 240_000
+SERVE_TIMEOUT_S = 300
+EVERY_OP_QUERY = "?fold_repeats=0"   # `serve` has no fold flag; the page's address sets it (app/links.py)
+VIEWPORT = {"width": 1400, "height": 900}
+TV_EVERYTHING = {"collapse_modules_after_depth": 100, "forced_module_tracing_depth": 100}
+# what torchvista draws, by kind: its op nodes, the parameter and scalar nodes it draws (ours hides
+# parameters and constants by default), and its module clusters
+TV_COUNTS = """() => { const uid = document.querySelector('[id^="graph_"]').id.slice(6);
+  const names = Array.from(document.querySelectorAll('.node_' + uid)).map(g => { const d = g.__data__;
+    return String(Array.isArray(d) ? d[0] : d); });
+  const extra = names.filter(n => /^(param|scalar|scalars|tensor)_/.test(n)).length;
+  return [names.length, extra, document.querySelectorAll('.boundary-box_' + uid).length,
+          document.querySelectorAll('[id^="graph_"] svg *').length]; }"""
+TV_NAMES = """() => { const uid = document.querySelector('[id^="graph_"]').id.slice(6);
+  return Array.from(document.querySelectorAll('.boundary-box_' + uid)).map(g => { const d = g.__data__;
+    return String(Array.isArray(d) ? d[0] : d); }); }"""
+OURS_COUNTS = """(d) => { const gd = document.getElementById(d).querySelector('.js-plotly-plot');
+  const n = name => { const t = (gd.data || []).find(t => t.name === name); return t ? t.customdata.length : 0; };
+  return [n('nodes:labels'), n('clusters:headers'), gd.querySelectorAll('svg *').length]; }"""
+
+
+# ---- the models (also the serve targets: bench.bench_vs_torchvista:<name>) -------------------------
+def _ids() -> Any:
+    import torch
+
+    return torch.randint(0, 1000, (1, 16), generator=torch.Generator().manual_seed(0))
+
+
+def _llama(layers: int) -> tuple[Any, Any]:
+    import torch
+    from transformers import LlamaConfig, LlamaModel
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(num_hidden_layers=layers, hidden_size=256, intermediate_size=512, num_attention_heads=4,
+                      num_key_value_heads=2, vocab_size=1000)
+    return LlamaModel(cfg).eval(), _ids()
+
+
+def llama6() -> tuple[Any, Any]:
+    return _llama(6)
+
+
+def llama16() -> tuple[Any, Any]:
+    return _llama(16)
+
+
+def llama32() -> tuple[Any, Any]:
+    return _llama(32)
+
+
+def gpt2() -> tuple[Any, Any]:
+    import torch
+    from transformers import GPT2Config, GPT2Model
+
+    torch.manual_seed(0)
+    return GPT2Model(GPT2Config()).eval(), _ids()
+
+
+def bert() -> tuple[Any, Any]:
+    import torch
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    return BertModel(BertConfig()).eval(), _ids()
+
+
+# name → (title, our block's id, torchvista's block class)
+MODELS = {
+    "llama6": ("Llama 6 layers", "mod:layers.0", "LlamaDecoderLayer"),
+    "llama16": ("Llama 16 layers", "mod:layers.0", "LlamaDecoderLayer"),
+    "llama32": ("Llama 32 layers", "mod:layers.0", "LlamaDecoderLayer"),
+    "gpt2": ("GPT-2 small", "mod:h.0", "GPT2Block"),
+    "bert": ("BERT base", "mod:encoder.layer.0", "BertLayer"),
+}
+
+
+# ---- ours: the CLI's server in its own process --------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def serve(name: str) -> tuple[subprocess.Popen[bytes], str]:
+    """Start ``serve bench.bench_vs_torchvista:<name> --depth -1`` and wait until its page answers 200."""
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "torchvista_dash", "serve", f"bench.bench_vs_torchvista:{name}",
+                             "--depth", "-1", "--port", str(port)], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + SERVE_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"serve {name} exited {proc.returncode}: {proc.stderr.read().decode()[-2000:]}")
+        try:
+            with urllib.request.urlopen(base + "_dash-layout", timeout=5) as r:
+                if r.status == 200:
+                    return proc, base + EVERY_OP_QUERY
+        except OSError:
+            time.sleep(0.3)
+    proc.kill()
+    raise RuntimeError(f"serve {name} did not answer within {SERVE_TIMEOUT_S} s")
+
+
+def _load_ours(browser: Any, url: str) -> tuple[Any, Any, float, float | None]:
+    ctx = browser.new_context(viewport=VIEWPORT)
+    page = ctx.new_page()
+    page.goto(url, wait_until="commit", timeout=TIMEOUT_MS)
+    page.wait_for_function(OURS_DRAWN, arg=_dom("main"), polling="raf", timeout=TIMEOUT_MS)
+    return ctx, page, page.evaluate("performance.now()"), page.evaluate(OURS_PICTURE)
+
+
+def ours(browser: Any, name: str, block: str, loads: int, clicks: int) -> dict[str, Any]:
+    proc, url = serve(name)
+    try:
+        draws, pictures = [], []
+        for _ in range(loads + 1):         # the first is cold (the server's first page)
+            ctx, page, drawn, picture = _load_ours(browser, url)
+            draws.append(drawn)
+            pictures.append(picture)
+            ctx.close()
+        ctx, page, _, _ = _load_ours(browser, url)
+        boxes, clusters, svg = page.evaluate(OURS_COUNTS, _dom("main"))
+        if block not in page.evaluate(OURS_IDS, [_dom("main"), "clusters:headers"]):
+            raise RuntimeError(f"our every-op view of {name} does not show {block} open")
+        page.evaluate(OURS_ZOOM_TO, [_dom("main"), block])    # as a user must: zoom in on it, then close it
+        _ours_click(page, block, "clusters:headers", "clusters:headers", False)
+        opens, closes = [], []
+        for _ in range(clicks):
+            opens.append(_ours_click(page, block, "nodes:labels", "clusters:headers", True))
+            closes.append(_ours_click(page, block, "clusters:headers", "clusters:headers", False))
+        ctx.close()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    warm_pictures = [p for p in pictures[1:] if p is not None]
+    return {"cold": draws[0], "warm": statistics.median(draws[1:]), "picture_cold": pictures[0],
+            "picture": statistics.median(warm_pictures) if warm_pictures else None,
+            "open": statistics.median(opens), "close": statistics.median(closes),
+            "boxes": boxes, "clusters": clusters, "svg": svg}
+
+
+# ---- torchvista: its HTML export ------------------------------------------------------------------
+def export_torchvista(name: str, out: Path) -> Path:
+    """torchvista's HTML export of ``name`` with every module open and traced into (see the docstring)."""
+    import contextlib
+    import io
+
+    import torchvista
+
+    model, ids = globals()[name]()
+    with contextlib.redirect_stdout(io.StringIO()):    # it prints a notebook display object
+        torchvista.trace_model(model, ids, export_format="html", export_path=str(out), **TV_EVERYTHING)
+    return out
+
+
+def _load_tv(browser: Any, html: Path) -> tuple[Any, Any, float]:
+    ctx = browser.new_context(viewport=VIEWPORT)
+    page = ctx.new_page()
+    page.goto(html.as_uri(), wait_until="commit", timeout=TIMEOUT_MS)
+    page.wait_for_function(TV_DRAWN, polling="raf", timeout=TIMEOUT_MS)
+    return ctx, page, page.evaluate("performance.now()")
+
+
+def torchvista_times(browser: Any, html: Path, block_cls: str, loads: int, clicks: int) -> dict[str, Any]:
+    draws = []
+    for _ in range(loads):
+        ctx, _, drawn = _load_tv(browser, html)
+        draws.append(drawn)
+        ctx.close()
+    ctx, page, _ = _load_tv(browser, html)
+    nodes, extra, clusters, svg = page.evaluate(TV_COUNTS)
+    target = _first(page.evaluate(TV_NAMES), block_cls)
+    _tv_click(page, target, "collapse")           # open in the every-op view: close it once, not timed
+    opens, closes = [], []
+    for _ in range(clicks):
+        opens.append(_tv_click(page, target, "expand"))
+        closes.append(_tv_click(page, target, "collapse"))
+    ctx.close()
+    return {"warm": statistics.median(draws), "open": statistics.median(opens), "close": statistics.median(closes),
+            "nodes": nodes, "extra": extra, "clusters": clusters, "svg": svg, "bytes": html.stat().st_size}
+
+
+# ---- the run and its table --------------------------------------------------------------------------
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--loads", type=int, default=3)
+    ap.add_argument("--clicks", type=int, default=3)
+    ap.add_argument("--models", default="llama6,llama16,llama32")
+    args = ap.parse_args()
+    names = args.models.split(",")
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        ap.error(f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(MODELS)}")
+    warnings.filterwarnings("ignore")
+    from playwright.sync_api import sync_playwright
+
+    from bench.bench_dash_floor import measure as dash_floor
+
+    started, loadavg = time.monotonic(), [os.getloadavg()]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmpdir:
+        htmls = {n: export_torchvista(n, Path(tmpdir) / f"{n}.html") for n in names}
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
+            for n in names:
+                title, block, block_cls = MODELS[n]
+                o = ours(browser, n, block, args.loads, args.clicks)
+                loadavg.append(os.getloadavg())
+                t = torchvista_times(browser, htmls[n], block_cls, args.loads, args.clicks)
+                loadavg.append(os.getloadavg())
+                rows.append((title, o, t))
+                print(f"{title}: ours {o}\n  torchvista {t}", file=sys.stderr, flush=True)
+            browser.close()
+    floor_loads, floor_clicks, _ = dash_floor(args.loads, max(args.clicks, 5))
+    loadavg.append(os.getloadavg())
+    floor = (statistics.median(floor_loads), statistics.median(floor_clicks))
+    md = render(rows, floor, loadavg, time.monotonic() - started, args)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(md, encoding="utf-8")
+    print(md)
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.0f}"
+
+
+def render(rows: list[tuple[str, dict[str, Any], dict[str, Any]]], floor: tuple[float, float],
+           loadavg: list[tuple[float, float, float]], seconds: float, args: argparse.Namespace) -> str:
+    import torch
+
+    one = [la[0] for la in loadavg]
+    lines = [
+        "# Every-op views: ours vs torchvista (headless Chromium, one run)",
+        "",
+        f"Command: `{COMMAND} --loads {args.loads} --clicks {args.clicks} --models {args.models}`",
+        "",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"torch {torch.__version__}; 1-minute load average during the run {min(one):.1f}-{max(one):.1f} "
+        f"(the run took {seconds:.0f} s). Times in ms, medians; ratio = ours / torchvista (below 1: ours is "
+        f"faster). Ours: `serve --depth -1`; torchvista: its HTML export with every module open.",
+        "",
+        "| model | boxes: ours | torchvista (of them params/scalars) | clusters: ours / tv "
+        "| first picture: ours cold / warm | interactive: ours cold / warm | torchvista drawn "
+        "| ratio picture (warm) | ratio interactive (warm) | open one block: ours | tv | ratio "
+        "| close it: ours | tv | ratio |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for title, o, t in rows:
+        pic = o["picture"]
+        pic_ratio = "-" if pic is None else f"{pic / t['warm']:.2f}"
+        lines.append(
+            f"| {title} | {o['boxes']:,} | {t['nodes']:,} ({t['extra']:,}) | {o['clusters']} / {t['clusters']} "
+            f"| {_ms(o['picture_cold'])} / {_ms(pic)} | {_ms(o['cold'])} / {_ms(o['warm'])} | {_ms(t['warm'])} "
+            f"| {pic_ratio} | {o['warm'] / t['warm']:.2f} "
+            f"| {_ms(o['open'])} | {_ms(t['open'])} | {o['open'] / t['open']:.2f} "
+            f"| {_ms(o['close'])} | {_ms(t['close'])} | {o['close'] / t['close']:.2f} |")
+    lines += [
+        "",
+        f"Dash's floor in the same run (bench_dash_floor.py: one two-point dcc.Graph): first draw "
+        f"{floor[0]:.0f} ms, click → new figure drawn {floor[1]:.0f} ms.",
+        "",
+        "SVG elements on the page after the first draw: "
+        + "; ".join(f"{title}: ours {o['svg']:,}, torchvista {t['svg']:,} ({t['bytes'] / 1e6:.1f} MB HTML)"
+                    for title, o, t in rows) + ".",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
