@@ -207,16 +207,15 @@ def ours(browser: Any, name: str, block: str, loads: int, clicks: int) -> dict[s
 
 
 # ---- torchvista: its HTML export ------------------------------------------------------------------
-def export_torchvista(name: str, out: Path) -> Path:
-    """torchvista's HTML export of ``name`` with every module open and traced into (see the docstring)."""
+def export_torchvista(model: Any, inputs: Any, out: Path) -> Path:
+    """torchvista's HTML export of ``model`` with every module open and traced into (see the docstring)."""
     import contextlib
     import io
 
     import torchvista
 
-    model, ids = globals()[name]()
     with contextlib.redirect_stdout(io.StringIO()):    # it prints a notebook display object
-        torchvista.trace_model(model, ids, export_format="html", export_path=str(out), **TV_EVERYTHING)
+        torchvista.trace_model(model, inputs, export_format="html", export_path=str(out), **TV_EVERYTHING)
     return out
 
 
@@ -266,7 +265,7 @@ def main() -> None:
     started, loadavg = time.monotonic(), [os.getloadavg()]
     rows = []
     with tempfile.TemporaryDirectory() as tmpdir:
-        htmls = {n: export_torchvista(n, Path(tmpdir) / f"{n}.html") for n in names}
+        htmls = {n: export_torchvista(*globals()[n](), Path(tmpdir) / f"{n}.html") for n in names}
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
             for n in names:
