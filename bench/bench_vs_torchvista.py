@@ -192,9 +192,17 @@ def ours(browser: Any, name: str, block: str, loads: int, clicks: int) -> dict[s
         page.evaluate(OURS_ZOOM_TO, [_dom("main"), block])    # as a user must: zoom in on it, then close it
         _ours_click(page, block, "clusters:headers", "clusters:headers", False)
         opens, closes = [], []
+        calls: list[Any] = []                    # the click's finished callback requests
+        page.on("requestfinished", lambda r: calls.append(r) if "_dash-update-component" in r.url else None)
+        split: list[tuple[float, float, int]] = []   # per click: total ms, its largest answer's wait and size
         for _ in range(clicks):
-            opens.append(_ours_click(page, block, "nodes:labels", "clusters:headers", True))
-            closes.append(_ours_click(page, block, "clusters:headers", "clusters:headers", False))
+            for closing in (False, True):
+                del calls[:]
+                on = "clusters:headers" if closing else "nodes:labels"
+                ms = _ours_click(page, block, on, "clusters:headers", not closing)
+                (closes if closing else opens).append(ms)
+                wait, size = max((_call_cost(r) for r in calls), key=lambda c: c[1], default=(0.0, 0))
+                split.append((ms, wait, size))
         ctx.close()
     finally:
         proc.terminate()
@@ -206,7 +214,15 @@ def ours(browser: Any, name: str, block: str, loads: int, clicks: int) -> dict[s
     return {"cold": draws[0], "warm": statistics.median(draws[1:]), "picture_cold": pictures[0],
             "picture": statistics.median(warm_pictures) if warm_pictures else None,
             "open": statistics.median(opens), "close": statistics.median(closes),
-            "boxes": boxes, "clusters": clusters, "svg": svg}
+            "boxes": boxes, "clusters": clusters, "svg": svg,
+            "click_server": statistics.median(w for _, w, _ in split),
+            "click_bytes": statistics.median(b for _, _, b in split)}
+
+
+def _call_cost(request: Any) -> tuple[float, int]:
+    """A finished callback request: the server's wait (request sent → first byte) and the answer's size."""
+    timing = request.timing
+    return timing["responseStart"] - timing["requestStart"], int(request.sizes()["responseBodySize"])
 
 
 # ---- torchvista: its HTML export ------------------------------------------------------------------
@@ -363,6 +379,12 @@ def render(rows: list[tuple[str, dict[str, Any], dict[str, Any]]], floor: tuple[
         f"{SLOW_MS / 1000:.0f} s: " + "; ".join(f"{title}: {t['repeats'][0]}, {t['repeats'][1]}"
                                                 for title, _, t in rows)
         + f"; ours: {args.loads} warm loads after the cold one, {args.clicks} pairs.",
+        "",
+        "Where our click's time goes (median over every open and close click): the largest callback answer's "
+        "server wait (request sent → first byte: view, layout, figure) and its size; the rest of the click is "
+        "the transfer, the browser's work with the new figure and Dash's round trips: "
+        + "; ".join(f"{title}: click {statistics.median([o['open'], o['close']]):,.0f} ms, server "
+                    f"{o['click_server']:,.0f} ms, {o['click_bytes'] / 1e6:.2f} MB" for title, o, _ in rows) + ".",
         "",
         "SVG elements on the page after the first draw: "
         + "; ".join(f"{title}: ours {o['svg']:,}, torchvista {t['svg']:,} ({t['bytes'] / 1e6:.1f} MB HTML)"
