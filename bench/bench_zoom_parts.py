@@ -1,0 +1,88 @@
+"""Where a zoom or pan step of the picture spends its time in the browser: our figure whole, its hit bars alone
+(no picture), its picture alone (no bars), and the picture without any text; one run, headless Chromium.
+
+Command (from the repository root):
+    .venv/bin/python bench/bench_zoom_parts.py [--sizes 400,2300,5600] [--repeat 3]
+
+Views: the hand-built grid layouts of bench_render.py (tests/support_render.py), the same step as there
+(``Plotly.relayout`` of both ranges until the frame after it has painted; median of 6 steps, median of
+--repeat). No server: a pure zoom or pan runs no Dash callback (``relayoutData`` is only read as a State when
+the user clicks), so this is the whole cost of a step. Writes bench/results/zoom_parts.md and prints it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
+
+import bench_render as br  # noqa: E402
+from support_render import grid_case  # noqa: E402
+
+from torchvista_dash.render import make_figure  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results" / "zoom_parts.md"
+
+
+def variants(n: int) -> dict[str, object]:
+    g, vg, lay = grid_case(n)
+    fig = make_figure(g, vg, lay)
+    bars = copy.deepcopy(fig)
+    bars.layout.images = []
+    pic = copy.deepcopy(fig)
+    pic.data = []
+    bare = make_figure(g, vg, lay, labels=False)
+    bare.data = []
+    return {"ours (picture + hit bars)": fig, "hit bars only": bars, "picture only": pic,
+            "picture without text": bare}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", default="400,2300,5600")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    load0 = os.getloadavg()
+    rows = []
+    tmp = Path(tempfile.mkdtemp())
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=br.CHROMIUM_ARGS)
+        for n in (int(s) for s in args.sizes.split(",")):
+            for i, (name, fig) in enumerate(variants(n).items()):
+                path = br.write_html(fig, tmp / f"{n}_{i}.html")
+                ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+                page = ctx.new_page()
+                page.goto(path.as_uri())
+                page.wait_for_function(br.FIRST_DRAW_EMPTY % br.DIV, timeout=120_000)
+                page.wait_for_timeout(500)
+                zoom = statistics.median(page.evaluate(br.STEP, [br.DIV, "zoom", False]) for _ in range(args.repeat))
+                pan = statistics.median(page.evaluate(br.STEP, [br.DIV, "pan", False]) for _ in range(args.repeat))
+                rows.append(f"| {n:,} | {name} | {zoom:,.0f} | {pan:,.0f} |")
+                print(rows[-1], file=sys.stderr, flush=True)
+                ctx.close()
+        browser.close()
+    load1 = os.getloadavg()
+    md = "\n".join([
+        "# Zoom and pan step of the picture, by part (headless Chromium)", "",
+        f"Command: `.venv/bin/python bench/bench_zoom_parts.py --sizes {args.sizes} --repeat {args.repeat}`", "",
+        "| boxes | figure | zoom step ms | pan step ms |", "|---:|---|---:|---:|", *rows, "",
+        f"Load average (1, 5, 15 min) at the start: {', '.join(f'{v:.1f}' for v in load0)}; at the end: "
+        f"{', '.join(f'{v:.1f}' for v in load1)} (2 cores).", ""])
+    RESULTS.write_text(md)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()
