@@ -283,7 +283,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--loads", type=int, default=5)
     ap.add_argument("--clicks", type=int, default=10)
-    ap.add_argument("--models", default="gpt2,bert")
+    ap.add_argument("--models", default="gpt2,bert,llama6")
     ap.add_argument("--floor", type=int, default=1, help="measure Dash's floor in the same run (0: skip)")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")

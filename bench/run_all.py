@@ -18,6 +18,7 @@ BENCHMARKS = [
     ("app", ["bench_app.py"]),
     ("vs_torchvista", ["bench_vs_torchvista.py"]),
     ("dash_floor", ["bench_dash_floor.py"]),
+    ("zoom_parts", ["bench_zoom_parts.py"]),
     ("diff", ["bench_diff.py"]),
     ("load", ["bench_load.py"]),
     ("trace_file", ["bench_trace_file.py"]),
