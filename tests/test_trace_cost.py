@@ -234,3 +234,40 @@ def test_repeated_call_shapes_reuse_their_count_but_other_arguments_do_not() -> 
     assert convs[0] == convs[2] > convs[1] > 0
     total, _ = _reference(Strides(), (x,), {})
     assert sum(convs) == total
+
+
+def test_tracing_again_measures_nothing_anew_and_counts_the_same(monkeypatch: Any) -> None:
+    """What FLOP measuring learnt is kept for the process: a second trace of the same model never pushes
+    FlopCounterMode's dispatch mode, and its counts (and JSON) are the first one's."""
+    from torch.utils import flop_counter
+
+    model, args = build_demo("gpt")
+    first = trace_model(model, args)
+    seen: list[Any] = []
+    real = flop_counter._FlopCounterMode.__torch_dispatch__
+
+    def spy(self: Any, func: Any, *rest: Any, **kw: Any) -> Any:
+        seen.append(func)
+        return real(self, func, *rest, **kw)
+
+    monkeypatch.setattr(flop_counter._FlopCounterMode, "__torch_dispatch__", spy)
+    second = trace_model(model, args)
+    assert seen == []
+    assert second.to_json() == first.to_json()
+    assert second.stats()[0]["flops"] == _reference(model, args, {})[0] > 0
+
+
+def test_an_empty_batch_first_does_not_hide_later_flops() -> None:
+    """A call on an empty tensor counts none whatever the function: it must not teach the meter that this
+    function counts none for those ranks (a later real batch would then be counted as 0)."""
+
+    class Mat(torch.nn.Module):
+        def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+            return torch.linalg.multi_dot([a, b, b.T])
+
+    empty = trace_model(Mat(), (torch.randn(0, 6), torch.randn(6, 6)))
+    assert empty.stats()[0]["flops"] == 0
+    args = (torch.randn(3, 6), torch.randn(6, 6))
+    t = trace_model(Mat(), args)
+    total, _ = _reference(Mat(), args, {})
+    assert total > 0 and t.stats()[0]["flops"] == total

@@ -55,7 +55,7 @@ def _trace(model: torch.nn.Module, args: tuple[Any, ...], kw: dict[str, Any], na
     named = list(model.named_modules())     # one walk of the module tree, shared by the three readers
     rec = Recorder(model, named)
     if flops:
-        rec.meter = FlopMeter()
+        rec.meter = FlopMeter(_device_types(model, args, kw))
     state = ModelState(model, named)
     error: BaseException | None = None
     result: Any = None
@@ -186,6 +186,17 @@ def _timed(model: torch.nn.Module, args: tuple[Any, ...], kw: dict[str, Any], gr
         warnings.warn(f"timing=True: {problem}", stacklevel=4)
         return graph
     return dataclasses.replace(graph, nodes=tuple(nodes), measured=(*graph.measured, "time"))
+
+
+def _device_types(model: torch.nn.Module, args: tuple[Any, ...], kw: dict[str, Any]) -> str:
+    """The device types of the inputs and the first parameter ("cpu", "cpu,meta"): what FLOP measuring learns
+    is kept per these (cost.py)."""
+    kinds = {t.device.type for t in _tensors_of(args, kw)}
+    with torch._C.DisableTorchFunctionSubclass():
+        first = next(model.parameters(), None)
+        if first is not None:
+            kinds.add(first.device.type)
+    return ",".join(sorted(kinds)) or "cpu"
 
 
 def _tensors_of(args: tuple[Any, ...], kw: dict[str, Any]) -> list[torch.Tensor]:
