@@ -163,8 +163,10 @@ class ModelGraph(html.Div):
                         delay_show=200, type="dot", className="tvd-loading",
                         parent_style={"minHeight": "18px"}),
             # what a slow view change is doing (stage, n of m modules): shown only while it runs (progress.py)
-            html.Div(id=_ids.progress(aio_id), className="tvd-progress", **{"aria-live": "polite"},
-                     style={"display": "none", "fontSize": "12px"}),
+            # aria-* is one of Div's wildcard props, which its typed signature cannot name
+            html.Div(id=_ids.progress(aio_id), className="tvd-progress",
+                     style={"display": "none", "fontSize": "12px"},
+                     **{"aria-live": "polite"}),  # type: ignore[arg-type]
             dcc.Interval(id=_ids.progress_poll(aio_id), interval=progress.POLL_MS, disabled=True),
             html.Div([toolbar, toolbar2], className="tvd-toolbars"),   # one wrapped row on a narrow page (tvd.css)
             body,
