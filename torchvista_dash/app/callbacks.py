@@ -257,6 +257,15 @@ def _export_error(exc: Exception) -> tuple[Any, ...]:
     return no_update, error_text(f"export failed: {exc}", display="inline")
 
 
+# What a view change reads, in update_view's argument order; the progress poll reads the same as State to
+# find that change's progress record.
+_VIEW_CONTROLS: tuple[tuple[Callable[[Any], Any], str], ...] = (
+    (ids.graph, "clickData"), (ids.expand_all, "n_clicks"), (ids.collapse_all, "n_clicks"), (ids.depth, "value"),
+    (ids.options, "value"), (ids.direction, "value"), (ids.theme, "value"), (ids.search, "value"),
+    (ids.fit, "n_clicks"), (ids.color_by, "value"),
+)
+
+
 def register(callback: Callable[..., Any]) -> None:
     """Define the ModelGraph callbacks with ``callback``: an app's ``app.callback``, or ``dash.callback``."""
     @callback(
@@ -267,16 +276,7 @@ def register(callback: Callable[..., Any]) -> None:
         Output(ids.depth(MATCH), "value"),
         Output(ids.root(MATCH), "className"),
         Output(ids.search(MATCH), "value"),
-        Input(ids.graph(MATCH), "clickData"),
-        Input(ids.expand_all(MATCH), "n_clicks"),
-        Input(ids.collapse_all(MATCH), "n_clicks"),
-        Input(ids.depth(MATCH), "value"),
-        Input(ids.options(MATCH), "value"),
-        Input(ids.direction(MATCH), "value"),
-        Input(ids.theme(MATCH), "value"),
-        Input(ids.search(MATCH), "value"),
-        Input(ids.fit(MATCH), "n_clicks"),
-        Input(ids.color_by(MATCH), "value"),
+        *(Input(make(MATCH), prop) for make, prop in _VIEW_CONTROLS),
         State(ids.store(MATCH), "data"),
         State(ids.graph(MATCH), "relayoutData"),
         prevent_initial_call=True,
@@ -303,16 +303,7 @@ def register(callback: Callable[..., Any]) -> None:
     @callback(
         Output(ids.progress(MATCH), "children"),
         Input(ids.progress_poll(MATCH), "n_intervals"),
-        State(ids.graph(MATCH), "clickData"),
-        State(ids.expand_all(MATCH), "n_clicks"),
-        State(ids.collapse_all(MATCH), "n_clicks"),
-        State(ids.depth(MATCH), "value"),
-        State(ids.options(MATCH), "value"),
-        State(ids.direction(MATCH), "value"),
-        State(ids.theme(MATCH), "value"),
-        State(ids.search(MATCH), "value"),
-        State(ids.fit(MATCH), "n_clicks"),
-        State(ids.color_by(MATCH), "value"),
+        *(State(make(MATCH), prop) for make, prop in _VIEW_CONTROLS),
         State(ids.store(MATCH), "data"),
         prevent_initial_call=True,
     )
