@@ -295,3 +295,14 @@ def test_edges_meet_a_child_cluster_where_its_ports_are_even_past_graphviz_cell_
     assert ends == pytest.approx([40.5, 250.5], abs=1.0)
     top = lay.centres[1][1] + tall / 2          # on the cluster's upper border, not inside it
     assert [lay.points[lay.starts[k + 1] - 1][1] for k in range(2)] == pytest.approx([top, top], abs=2.0)
+
+
+def test_a_piece_whose_boxes_nothing_joins_lays_out(dot_binary) -> None:
+    """Two boxes in a cluster with no edge and no port (a loaded trace can hold one): dot places them, and the
+    piece has no edge points at all (the fuzz test's case 315 once broke reading it)."""
+    from torchvista_dash.layout.piecedot import layout_pieces
+
+    key = ("TB", (((44.2, 43.1), (), ()), ((189.0, 163.0), (), ())), 0, 0, ())
+    (piece,), _runs = layout_pieces([key], timeout=30.0)
+    assert len(piece.centres) == 2 and piece.starts[-1:] in ((0,), ())
+    assert piece.width >= 189.0 and piece.height >= 163.0

@@ -429,9 +429,10 @@ def _read(doc: dict, key: tuple, edges: list[tuple[int, int, dict[str, object]]]
         raise GraphvizError("Graphviz output misses an edge of a piece")
     # every point moved and rounded in one numpy call; inside each dot edge, the points strictly inside a run
     # along one axis-parallel line (dot's one point per rank of a long edge) dropped there too
-    sizes = np.array([len(p) for p in polys])
+    sizes = np.array([len(p) for p in polys], dtype=np.intp)
     ends = np.cumsum(sizes)
-    xy = np.round(np.array([p for line in polys for p in line], dtype=float) - (x0, y0), 2) + 0.0
+    # (a piece may have no edges at all: boxes that nothing joins)
+    xy = np.round(np.array([p for line in polys for p in line], dtype=float).reshape(-1, 2) - (x0, y0), 2) + 0.0
     keep = np.ones(len(xy), dtype=bool)
     keep[1:-1] = ~_on_a_run(xy)
     keep[ends - sizes] = True
