@@ -61,14 +61,14 @@ def fit_scale(bounds: Box) -> float:
     return min(NOMINAL_PLOT_PX[0] / w, NOMINAL_PLOT_PX[1] / h)
 
 
-def start_window(layout: Layout) -> Box | None:
+def start_window(layout: Layout, bounds: Box | None = None) -> Box | None:
     """Where a view too big to read when fitted starts: a window on its first rank (top in TB, left in LR) at a
     scale where op names and shape lines are drawn, fitted across the ranks when that still reads, else centred
     on the first rank's first box. ``None`` when the whole view fits the plot readably (then it starts whole).
 
     A 32-layer every-op view fitted whole is a few pixels per box and shows no text at all; users of map-like
     viewers expect to start readable and pan, with "fit to screen" one click away."""
-    bounds = _bounds(layout)
+    bounds = _bounds(layout) if bounds is None else bounds     # the drawing's extent, when the caller has it
     if not layout.nodes or fit_scale(bounds) >= picture.LOD_SCALE["o"]:
         return None
     down = layout.rankdir in ("TB", "BT")
@@ -118,7 +118,7 @@ def _initial_ranges(graph: Graph, vg: VisibleGraph, layout: Layout, bounds: Box)
     x0, y0, x1, y1 = bounds
     xr, yr = [x0 - PAD, x1 + PAD], [y0 - PAD, y1 + PAD]
     failed = [n.id for n in vg.nodes if n.failed]
-    start = start_window(layout)
+    start = start_window(layout, bounds)
     if start is not None and not (graph.error is not None and failed):
         xr, yr = [start[0], start[2]], [start[1], start[3]]
     elif graph.error is not None and failed:
