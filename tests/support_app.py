@@ -7,6 +7,7 @@ then clicked with ``page.mouse.click``: a real browser click, no callback is cal
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from typing import Any
 
@@ -40,6 +41,20 @@ def start(app: Any) -> BackgroundServer:
         except (requests.ConnectionError, requests.Timeout):
             time.sleep(0.05)
     raise RuntimeError(f"server at {srv.url} never answered")
+
+
+def served_url(proc: subprocess.Popen[str], timeout: float = 90) -> str:
+    """The URL a ``python -m torchvista_dash serve`` (or ``diff``) process prints once it listens; its stdout
+    and stderr piped as text. A process that exits first fails with what it wrote to stderr."""
+    deadline = time.time() + timeout
+    assert proc.stdout is not None
+    while time.time() < deadline:
+        line = proc.stdout.readline()
+        if "serving on " in line:
+            return line.split("serving on ")[1].split()[0]
+        if proc.poll() is not None:
+            raise AssertionError(f"the server exited {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}")
+    raise AssertionError("the server never printed its URL")
 
 
 _GD = """(domId) => {

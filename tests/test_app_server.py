@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import pytest
 import requests
 import torch
-from support_app import click_id, css_id, start, wait_drawn, wait_ids
+from support_app import click_id, css_id, served_url, start, wait_drawn, wait_ids
 from torch import nn
 
 from bench.dash_client import DashClient, find_store, output_of
@@ -44,16 +43,11 @@ def _spawn(args: list[str], cwd: Path) -> tuple[subprocess.Popen[str], str]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "torchvista_dash", "serve", *args, "--port", "0"], cwd=cwd,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 90
-    assert proc.stdout is not None
-    while time.time() < deadline:
-        line = proc.stdout.readline()
-        if "serving on " in line:
-            return proc, line.split("serving on ")[1].split()[0]
-        if proc.poll() is not None:
-            raise AssertionError(f"serve exited {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}")
-    proc.kill()
-    raise AssertionError("serve never printed its URL")
+    try:
+        return proc, served_url(proc)
+    except AssertionError:
+        proc.kill()
+        raise
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import requests
+from support_app import served_url
 
 from torchvista_dash import load_trace
 from torchvista_dash.cli import main
@@ -189,18 +190,6 @@ def _spawn(args: list[str], cwd: Path) -> subprocess.Popen[str]:
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _url_of(proc: subprocess.Popen[str], timeout: float = 60) -> str:
-    deadline = time.time() + timeout
-    assert proc.stdout is not None
-    while time.time() < deadline:
-        line = proc.stdout.readline()
-        if "serving on " in line:
-            return line.split("serving on ")[1].split()[0]
-        if proc.poll() is not None:
-            raise AssertionError(f"serve exited {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}")
-    raise AssertionError("serve never printed its URL")
-
-
 @pytest.fixture()
 def servers(tmp_path: Path) -> Iterator[dict[str, subprocess.Popen[str]]]:
     (tmp_path / "tvd_cli_models.py").write_text(MODELS)
@@ -222,7 +211,7 @@ def servers(tmp_path: Path) -> Iterator[dict[str, subprocess.Popen[str]]]:
 
 def test_serve_answers_with_the_graph_for_every_target_form(servers: dict[str, subprocess.Popen[str]]) -> None:
     expect = {"gallery": "MLP", "file": "MLP", "function": "Scaler", "demo": "U-Net"}
-    urls = {name: _url_of(proc) for name, proc in servers.items()}
+    urls = {name: served_url(proc) for name, proc in servers.items()}
     for name, url in urls.items():
         assert url.startswith("http://127.0.0.1:")                  # --host defaults to 127.0.0.1
         page = requests.get(url, timeout=30)
@@ -241,7 +230,7 @@ def test_serving_a_failing_model_warns_once_and_the_page_shows_the_error(tmp_pat
     (tmp_path / "tvd_cli_models.py").write_text(MODELS)
     proc = _spawn(["tvd_cli_models:broken"], tmp_path)
     try:
-        url = _url_of(proc)
+        url = served_url(proc)
         for _ in range(2):                                          # two visitors
             layout = requests.get(url + "_dash-layout", headers={"Referer": url}, timeout=60)
             assert layout.status_code == 200 and "RuntimeError" in layout.text
@@ -276,7 +265,7 @@ def test_serve_a_folder_of_traces_as_a_gallery_with_view_options(tmp_path: Path,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        url = _url_of(proc)
+        url = served_url(proc)
         page.goto(url)
         wait_drawn(page, "gallery")
         assert "MLP" in page.inner_text(".tvd-header")

@@ -170,9 +170,9 @@ def test_cli_diff_names_a_missing_file(tmp_path: Path) -> None:
 
 def test_cli_diff_serves_the_diff(gpt2_pair: tuple[Any, Any], tmp_path: Path) -> None:
     import os
-    import time
 
     import requests
+    from support_app import served_url
 
     a, b = gpt2_pair
     pa, pb = a.save(tmp_path / "a.json"), b.save(tmp_path / "b.json")
@@ -180,16 +180,7 @@ def test_cli_diff_serves_the_diff(gpt2_pair: tuple[Any, Any], tmp_path: Path) ->
                             cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        url = None
-        deadline = time.time() + 90
-        assert proc.stdout is not None
-        while time.time() < deadline and url is None:
-            line = proc.stdout.readline()
-            if "serving on " in line:
-                url = line.split("serving on ")[1].split()[0]
-            elif proc.poll() is not None:
-                raise AssertionError(proc.stderr.read() if proc.stderr else "diff exited")
-        assert url is not None, "diff never printed its URL"
+        url = served_url(proc)
         layout = requests.get(url + "_dash-layout", headers={"Referer": url}, timeout=60).text
         assert "diff: +12 added" in layout and "×2 → ×3: +1" in layout
     finally:
