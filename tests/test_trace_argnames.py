@@ -100,3 +100,28 @@ def test_a_hugging_face_models_details_and_hover_name_the_arguments() -> None:
     linear = next(vn for vn in vg.nodes if vn.id in g.node_by_id and g.node_by_id[vn.id].name == "linear")
     hover = HoverIndex(g, vg).node_text(linear)
     assert "input=Tensor[" in hover and "weight=Tensor[" in hover
+
+
+class Private(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        s = F.softmax(x, dim=-1)                       # torch fills in its private _stacklevel=3
+        samples = torch.full((1, 2, 2), 0.5)
+        p = F.fractional_max_pool2d(x.view(1, 2, 4, 4), 2, output_size=2, _random_samples=samples)
+        return s, p
+
+
+def test_private_torch_arguments_are_left_out_of_details_and_hover_unless_they_carry_a_tensor() -> None:
+    t = trace_model(Private(), torch.randn(2, 16))
+    g: Graph = t.graph
+    softmax = next(n for n in g.nodes if n.name == "softmax")
+    assert ("_stacklevel", "3") in softmax.args               # the trace keeps what torch passed
+    tid = registry.register(t)
+    text = text_of(details(tid, softmax.id))
+    assert "dim" in text and "-1" in text and "_stacklevel" not in text
+    vg = t.view(depth=None, fold_repeats=False)
+    vn = next(v for v in vg.nodes if v.id == softmax.id)
+    hover = HoverIndex(g, vg).node_text(vn)
+    assert "dim=-1" in hover and "_stacklevel" not in hover
+    pool = next(n for n in g.nodes if n.name == "fractional_max_pool2d")
+    assert "_random_samples" in text_of(details(tid, pool.id))   # a tensor given to a private parameter: shown
+    assert "_stacklevel" in t.to_json()                      # saved and loaded like every other argument

@@ -366,6 +366,13 @@ def shape_text(shape: Iterable[int]) -> str:
     return "×".join(dims) if dims else "scalar"
 
 
+def shown_args(args: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """An op's arguments as the details panel and hover list them: without torch's private parameters
+    (``F.softmax``'s ``_stacklevel``), which torch fills in itself and a reader of the model never set.
+    Such an argument holding a tensor stays: it is an input the graph draws. The trace keeps them all."""
+    return [(k, v) for k, v in args if not k.startswith("_") or "Tensor[" in v]
+
+
 def meta_text(m: TensorMeta) -> str:
     """``1×8×64 float32``: a tensor's shape and dtype."""
     return f"{shape_text(m.shape)} {m.dtype}"

@@ -8,7 +8,7 @@ from typing import Any
 from dash import html
 
 from ..costs import cost_lines, heaviest_children, human
-from ..graph import Graph, ModuleCall, Node, TensorMeta, meta_text, numel, shape_text
+from ..graph import Graph, ModuleCall, Node, TensorMeta, meta_text, numel, shape_text, shown_args
 from ..iogroups import io_groups
 from ..render.style import get_theme
 from . import registry
@@ -160,7 +160,7 @@ def _node(graph: Graph, node: Node) -> list:
     if node.parent in graph.call_by_id:
         c = graph.call_by_id[node.parent]
         rows.append(_row("in", f"{c.qualname or '(root)'}: {c.cls}"))
-    for k, v in node.args:
+    for k, v in shown_args(node.args):
         rows.append(_row(k, arg_text(v)))
     if node.params:
         rows.append(_row("parameters", ", ".join(node.params)))

@@ -10,7 +10,7 @@ import html
 import textwrap
 from collections.abc import Iterable
 
-from ..graph import Graph, ModuleCall, Node, TensorMeta, meta_text, numel
+from ..graph import Graph, ModuleCall, Node, TensorMeta, meta_text, numel, shown_args
 from ..view_types import Cluster, VisibleEdge, VisibleGraph, VisibleNode
 
 MAX_LINE = 90
@@ -95,8 +95,9 @@ class HoverIndex:
             count = sum(self.param_numel.get(p, 0) for p in node.params)
             names = ", ".join(node.params[:4]) + (" …" if len(node.params) > 4 else "")
             lines.append(f"parameters: {count:,} ({esc(names)})" if count else f"parameters: {esc(names)}")
-        if node.args:
-            args = ", ".join(f"{k}={v}" for k, v in node.args[:6])
+        shown = shown_args(node.args)
+        if shown:
+            args = ", ".join(f"{k}={v}" for k, v in shown[:6])
             lines.append("args: " + wrap(args, limit=240))
         if node.source:
             lines.append("source: " + wrap(node.source, limit=240))
