@@ -33,7 +33,6 @@ import os
 import platform
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -49,29 +48,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.dash_client import DashClient, find_store, graph_id, id_key  # noqa: E402
+from bench.serving import spawn  # noqa: E402
 
 AIO = "main"
 MAX_OPEN = 6
 RSS_EVERY = 250
 
 
-# ---- servers in their own processes -------------------------------------------------------------
-def spawn(args: list[str], cwd: Path) -> tuple[subprocess.Popen[str], str]:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
-    deadline = time.time() + 120
-    assert proc.stdout is not None
-    while time.time() < deadline:
-        line = proc.stdout.readline()
-        if "serving on " in line:
-            return proc, line.split("serving on ")[1].split()[0]
-        if proc.poll() is not None:
-            break
-    proc.kill()
-    raise RuntimeError(f"{args} never printed its URL")
-
-
+# ---- servers in their own processes (bench/serving.py) ----------------------------------------
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):

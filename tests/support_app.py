@@ -7,12 +7,12 @@ then clicked with ``page.mouse.click``: a real browser click, no callback is cal
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from typing import Any
 
 import requests
 
+from bench.serving import served_url  # noqa: F401 - the one reader of a served process's URL, for the tests
 from torchvista_dash.app.server import BackgroundServer
 
 TIMEOUT_MS = 20_000
@@ -41,20 +41,6 @@ def start(app: Any) -> BackgroundServer:
         except (requests.ConnectionError, requests.Timeout):
             time.sleep(0.05)
     raise RuntimeError(f"server at {srv.url} never answered")
-
-
-def served_url(proc: subprocess.Popen[str], timeout: float = 90) -> str:
-    """The URL a ``python -m torchvista_dash serve`` (or ``diff``) process prints once it listens; its stdout
-    and stderr piped as text. A process that exits first fails with what it wrote to stderr."""
-    deadline = time.time() + timeout
-    assert proc.stdout is not None
-    while time.time() < deadline:
-        line = proc.stdout.readline()
-        if "serving on " in line:
-            return line.split("serving on ")[1].split()[0]
-        if proc.poll() is not None:
-            raise AssertionError(f"the server exited {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}")
-    raise AssertionError("the server never printed its URL")
 
 
 _GD = """(domId) => {
