@@ -63,7 +63,8 @@ RESULTS = ROOT / "bench" / "results" / "vs_torchvista.md"
 COMMAND = ".venv/bin/python bench/bench_vs_torchvista.py"
 TIMEOUT_MS = 240_000
 SERVE_TIMEOUT_S = 300
-EVERY_OP_QUERY = "?fold_repeats=0"   # `serve` has no fold flag; the page's address sets it (app/links.py)
+EVERY_OP_QUERY = "?fold_repeats=0"   # the page's address unfolds (app/links.py); `serve --no-fold-repeats` would
+# lay that view out before the first load, and the "cold" column measures a load the server has not prepared
 SLOW_MS = 10_000
 VIEWPORT = {"width": 1400, "height": 900}
 TV_RECURSION_LIMIT = 20_000

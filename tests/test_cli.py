@@ -341,3 +341,50 @@ def test_export_colours_by_a_cost_and_names_a_missing_one(tmp_path: Path, capsys
     code, _, err = run_main(["export", str(tmp_path / "gpt.json"), "-o", str(tmp_path / "t.svg"),
                              "--color-by", "time"], capsys)
     assert code == 2 and "error: color_by='time': this trace has no time recorded; trace with" in err
+
+
+# ---- on/off view options: --no-fold-repeats, --show-params (options.flag_options) ----------------
+def test_help_lists_the_on_off_view_options(capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ("serve", "export", "diff"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        out = " ".join(capsys.readouterr().out.split())
+        assert "--fold-repeats, --no-fold-repeats" in out and "--show-params, --no-show-params" in out, command
+        assert "--no-fold-repeats draws each layer on its own (default: on)" in out, command
+
+
+def test_export_unfolds_repeats_and_shows_parameters_when_asked(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    out = {name: tmp_path / f"{name}.svg" for name in ("folded", "unfolded", "ops", "params")}
+    for name, flags in (("folded", []), ("unfolded", ["--no-fold-repeats"]), ("ops", ["--depth", "all"]),
+                        ("params", ["--depth", "all", "--show-params"])):
+        assert run_main(["export", "gpt", "-o", str(out[name]), *flags], capsys)[0] == 0
+    a, b = out["folded"].read_text(), out["unfolded"].read_text()
+    assert "×4" in a and "blocks.2" not in a                  # the default folds the four blocks into one box
+    assert "blocks.2" in b and "×4" not in b                  # each block drawn on its own
+    boxes = {name: out[name].read_text().count('class="node"') for name in ("ops", "params")}
+    assert boxes["params"] > boxes["ops"], boxes              # parameters and constants as boxes of their own
+
+
+@pytest.mark.browser
+def test_serve_no_fold_repeats_draws_and_prepares_the_unfolded_view(tmp_path: Path, page: Any) -> None:
+    """`serve gpt --no-fold-repeats`: the page draws every block, its toolbar says so, and the server laid that
+    view out before the first browser came (the page's first picture, drawn from the server's cache, is it)."""
+    from support_app import css_id, ids_drawn, wait_drawn
+
+    proc = _spawn(["gpt", "--no-fold-repeats"], tmp_path)
+    try:
+        url = served_url(proc)
+        html_page = requests.get(url, timeout=60).text
+        assert "tvd-first-picture" in html_page and "blocks.2" in html_page and "×4" not in html_page
+        page.goto(url)
+        wait_drawn(page, "main")
+        drawn = ids_drawn(page, "main", "nodes:labels")
+        assert {"mod:blocks.0", "mod:blocks.3"} <= set(drawn) and not any(i.startswith("fold:") for i in drawn)
+        assert not page.locator(css_id("main", "options") + " input[value=fold]").is_checked()
+        page.goto(url + "?fold_repeats=1")                     # the page's address still overrides it
+        wait_drawn(page, "main")
+        assert "fold:mod:blocks.0" in ids_drawn(page, "main", "nodes:labels")
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=20)

@@ -184,6 +184,13 @@ def _depth(text: str) -> int | None:
         raise CLIError(str(exc)) from None
 
 
+def _flags(ns: argparse.Namespace) -> dict[str, bool]:
+    """The on/off view options as given on the command line, by their ``ViewOptions`` names."""
+    from .options import flag_options
+
+    return {name: getattr(ns, name) for name, _, _ in flag_options()}
+
+
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:2000] or type(exc).__name__
 
@@ -211,7 +218,7 @@ def _serve(ns: argparse.Namespace) -> int:
     check_port(ns.port)                   # the arguments, then the target, then the port: cheapest first
     _check_settings(serving=True)
     options: dict[str, Any] = {"depth": _depth(ns.depth), "theme": ns.theme, "rankdir": ns.direction,
-                               "color_by": ns.color_by}
+                               "color_by": ns.color_by, **_flags(ns)}
     if ns.target is None:
         options.update(gallery=True, title="torchvista_dash gallery")
     elif Path(ns.target).is_dir():
@@ -254,7 +261,8 @@ def _export(ns: argparse.Namespace) -> int:
 
     try:
         with reporting(TerminalProgress(sys.stderr)):     # a bar on the terminal while a big view lays out
-            export(trace, out, fmt=fmt, depth=depth, theme=ns.theme, rankdir=ns.direction, color_by=ns.color_by)
+            export(trace, out, fmt=fmt, depth=depth, theme=ns.theme, rankdir=ns.direction, color_by=ns.color_by,
+                   **_flags(ns))
     except RuntimeError as exc:   # Graphviz missing, failing or over its time budget
         raise CLIError(f"cannot export {out.name}: {_one_line(exc)}") from None
     except ValueError as exc:     # e.g. --color-by time on a trace that was not timed
@@ -280,7 +288,7 @@ def _diff(ns: argparse.Namespace) -> int:
         _check_settings(serving=True)
         check_port_free(ns.host, ns.port)
         serve_forever(make_app(traces=[d.trace], depth=_depth(ns.depth), theme=ns.theme, rankdir=ns.direction,
-                               title=f"diff: {d.trace.graph.model_name}", allowed_hosts=ns.allow_host),
+                               **_flags(ns), title=f"diff: {d.trace.graph.model_name}", allowed_hosts=ns.allow_host),
                       ns.host, ns.port)
         return 0
     out = Path(ns.output)
@@ -295,7 +303,7 @@ def _diff(ns: argparse.Namespace) -> int:
     else:
         _check_settings()
         try:
-            d.export(out, depth=_depth(ns.depth), theme=ns.theme, rankdir=ns.direction)
+            d.export(out, depth=_depth(ns.depth), theme=ns.theme, rankdir=ns.direction, **_flags(ns))
         except RuntimeError as exc:   # Graphviz missing, failing or over its time budget
             raise CLIError(f"cannot export {out.name}: {_one_line(exc)}") from None
     print(f"wrote {out}")
@@ -310,8 +318,13 @@ def _color_by_option(p: argparse.ArgumentParser) -> None:
 
 
 def _view_options(p: argparse.ArgumentParser) -> None:
-    """The first view's options, the same for serve and export."""
+    """The first view's options, the same for serve, export and diff (on/off ones from ``options.flag_options``)."""
+    from .options import flag_options
+
     p.add_argument("--depth", default="1", help="module depth to open (default 1; -1 or all opens everything)")
+    for name, default, text in flag_options():
+        p.add_argument(f"--{name.replace('_', '-')}", action=argparse.BooleanOptionalAction, default=default,
+                       help=f"{text} (default: {'on' if default else 'off'})")
     p.add_argument("--theme", choices=("light", "dark"), default="light")
     p.add_argument("--rankdir", "--direction", dest="direction", choices=("TB", "LR"), default="TB",
                    help="top to bottom (TB, default) or left to right (LR)")

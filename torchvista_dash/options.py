@@ -90,8 +90,12 @@ class ViewOptions:
     """What a view draws: how deep it opens, whether repeats fold, parameters show, how many boxes at most."""
 
     depth: int | None = field(default=1, metadata={"parse": depth_from_text})
-    fold_repeats: bool = True
-    show_params: bool = False
+    # "help": the CLI's flag for the field (``--fold-repeats`` / ``--no-fold-repeats``, cli.py)
+    fold_repeats: bool = field(default=True, metadata={
+        "help": "fold runs of identical sibling calls into one box ('GPT2Block ×12'); --no-fold-repeats draws "
+                "each layer on its own"})
+    show_params: bool = field(default=False, metadata={
+        "help": "draw parameters and scalar constants as boxes of their own"})
     node_budget: int = DEFAULT_NODE_BUDGET
 
     def __post_init__(self) -> None:
@@ -134,6 +138,12 @@ PAINT_FIELDS = ("color_by",)   # DrawOptions fields the pipeline turns into a re
 
 
 OPTION_TYPES: tuple[type[ViewOptions] | type[DrawOptions], ...] = (ViewOptions, DrawOptions)
+
+
+def flag_options() -> list[tuple[str, bool, str]]:
+    """(name, default, help) of each on/off option a command line offers as ``--name`` / ``--no-name``."""
+    return [(f.name, f.default, f.metadata["help"]) for cls in OPTION_TYPES for f in fields(cls)
+            if "help" in f.metadata and isinstance(f.default, bool)]
 
 
 def option_names() -> tuple[str, ...]:
