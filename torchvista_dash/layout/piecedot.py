@@ -22,7 +22,6 @@ import pydot
 
 from .dotpool import run_graphs
 from .parse import spline_polylines
-from .pieces import OUT_BUS
 from .run import GraphvizError
 from .types import Point
 
@@ -38,6 +37,8 @@ PRECISE_OVER = 20_000.0   # points: pieces that may be bigger are read from dot'
 MAX_CELL = 65_535   # points: the biggest WIDTH/HEIGHT of a cell Graphviz takes
 ALIGN = 16     # dot weight of the edge aligning two layers of a stack (``_stacked_layers``)
 STRAIGHT = 8   # dot weight of every edge but a bus branch: dot keeps the heavier of two edges straight
+TRUNK = STRAIGHT   # dot weight of the edges joining a bus's junctions
+BRANCH = 1         # dot weight of a bus branch (junction to consumer): it gives way, the trunk stays straight
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,7 +60,6 @@ def _dot_edges(key: tuple) -> tuple[list[tuple[int, int, dict[str, object]]], li
     out: list[tuple[int, int, dict[str, object]]] = []
     follow: list[list[int]] = []
     last: dict[int, tuple[int, list[int]]] = {}     # bus group → (its latest junction, the trunk to it)
-    leaving: list[tuple[int, int, int]] = []        # out-bus members: (piece edge, junction, head port)
     rankdir = key[0]
     for tail, head, group, tport, hport in specs:
         # edges between children stay straight before edges to ports (which give way, like bus branches), and
@@ -69,13 +69,6 @@ def _dot_edges(key: tuple) -> tuple[list[tuple[int, int, dict[str, object]]], li
         attrs: dict[str, object] = {"weight": weight}
         out_at = {"tailport": f"o{tport}:{OUT_SIDE[rankdir]}"} if tport >= 0 else {}
         in_at = {"headport": f"i{hport}:{IN_SIDE[rankdir]}"} if hport >= 0 else {}
-        if group == OUT_BUS:
-            j = nxt
-            nxt += 1
-            leaving.append((len(follow), j, head))
-            follow.append([len(out)])
-            out.append((tail, j, {"weight": 1, **out_at}))
-            continue
         if group < 0:
             follow.append([len(out)])
             out.append((tail, head, {**attrs, **out_at, **in_at}))
@@ -85,23 +78,15 @@ def _dot_edges(key: tuple) -> tuple[list[tuple[int, int, dict[str, object]]], li
         if group in last:
             prev, trunk = last[group]
             trunk = [*trunk, len(out)]
-            out.append((prev, j, {"constraint": "false", "weight": STRAIGHT}))
+            # the trunk holds its junctions rank after rank (constraint=false let dot order them freely:
+            # branches then crossed each other and the trunks, Llama 8 layers 288 crossings against 226)
+            out.append((prev, j, {"weight": TRUNK}))
         else:
             trunk = [len(out)]
-            out.append((tail, j, {"weight": STRAIGHT, **out_at}))
+            out.append((tail, j, {"weight": TRUNK, **out_at}))
         last[group] = (j, trunk)
         follow.append([*trunk, len(out)])
-        out.append((j, head, {**attrs, "weight": 1, **in_at}))   # a branch gives way: the chain it joins stays straight
-    if leaving:       # the bundle: junction after junction down to the last, which fans out to the ports
-        trunk_at: list[int] = []
-        for (_k, a, _h), (_k2, b, _h2) in zip(leaving, leaving[1:], strict=False):
-            trunk_at.append(len(out))
-            out.append((a, b, {"constraint": "false", "weight": STRAIGHT}))
-        end = leaving[-1][1]
-        for m, (k, _j, port) in enumerate(leaving):
-            follow[k].extend(trunk_at[m:])
-            follow[k].append(len(out))
-            out.append((end, port, {"weight": 0}))
+        out.append((j, head, {**attrs, "weight": BRANCH, **in_at}))
     out.extend(_stacked_sinks(specs, len(children)))
     out.extend(_stacked_layers(specs, children))
     return out, follow, nxt

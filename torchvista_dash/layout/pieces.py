@@ -20,7 +20,7 @@ from .dot import CLUSTER_FONT_SIZE, node_size, text_width
 
 Size = tuple[float, float]
 PortKey = tuple[str, str]                  # (visible source id, tensor id): what a port carries
-EdgeSpec = tuple[int, int, int, int, int]  # tail, head, bus group (-1: none, OUT_BUS), tail field, head field
+EdgeSpec = tuple[int, int, int, int, int]  # tail, head, bus group (-1: none), tail field, head field
 # where a laid-out cluster's in-ports and out-ports sit on its border in its parent, per port (its index inside):
 # the start of its 1-point cell, in whole points from the left (TB/BT) or the top (LR/RL) of the border's table
 Fields = tuple[tuple[int, ...], tuple[int, ...]]
@@ -29,7 +29,6 @@ MARGIN = 8.0                               # points between a cluster's border a
 HEADER = CLUSTER_FONT_SIZE * 1.4 + 4.0     # points above the contents for the cluster's title
 LABEL_PAD = 34.0                           # title width beyond its text: the collapse toggle and margins
 BUS_MIN = 4                                # one tensor to at least this many children: drawn as a bus
-OUT_BUS = -2                               # bus group of the bundle of edges leaving a cluster
 
 
 @dataclass
@@ -79,9 +78,8 @@ class Piece:
                 for k in members:
                     bus[k] = g
                 g += 1
-        leaving = [k for k, e in enumerate(self.edges) if e[2] == "o"]
-        if len(leaving) >= BUS_MIN:     # many tensors leaving at different heights: one bundle down to the ports
-            bus.update(dict.fromkeys(leaving, OUT_BUS))
+        # (tensors leaving the cluster are not bundled: one trunk down to the out-ports crossed every edge between
+        # the children it passed, once per tensor on it: T5 every op 5,921 crossings against 661 without)
 
         def field(kind: str, i: int, port: PortKey, side: int) -> int:
             if kind != "c" or not self.is_cluster[i]:
