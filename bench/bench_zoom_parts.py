@@ -34,23 +34,28 @@ from torchvista_dash.render import make_figure  # noqa: E402
 RESULTS = ROOT / "bench" / "results" / "zoom_parts.md"
 
 
-def variants(n: int) -> dict[str, object]:
+def variants(n: int, tiles: list[float]) -> dict[str, object]:
     g, vg, lay = grid_case(n)
-    fig = make_figure(g, vg, lay)
+    fig = make_figure(g, vg, lay, tile=None)
     bars = copy.deepcopy(fig)
     bars.layout.images = []
     pic = copy.deepcopy(fig)
     pic.data = []
-    bare = make_figure(g, vg, lay, labels=False)
+    bare = make_figure(g, vg, lay, labels=False, tile=None)
     bare.data = []
-    return {"ours (picture + hit bars)": fig, "hit bars only": bars, "picture only": pic,
-            "picture without text": bare}
+    out = {"one image + hit bars": fig, "hit bars only": bars, "one image only": pic,
+           "one image without text": bare}
+    for t in tiles:
+        tiled = make_figure(g, vg, lay, tile=t)
+        out[f"tiles of {t:,.0f} pt ({len(tiled.layout.images)} images) + hit bars"] = tiled
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="400,2300,5600")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--tiles", default="600,1200,2400", help="tile sizes (points) to measure beside one image")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -60,7 +65,7 @@ def main() -> None:
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=br.CHROMIUM_ARGS)
         for n in (int(s) for s in args.sizes.split(",")):
-            for i, (name, fig) in enumerate(variants(n).items()):
+            for i, (name, fig) in enumerate(variants(n, [float(t) for t in args.tiles.split(",") if t]).items()):
                 path = br.write_html(fig, tmp / f"{n}_{i}.html")
                 ctx = browser.new_context(viewport={"width": 1400, "height": 900})
                 page = ctx.new_page()

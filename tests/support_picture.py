@@ -14,35 +14,40 @@ from support_app import _GD
 
 _LABELS = f"""async (domId) => {{
   const gd = ({_GD})(domId);
-  const img = gd.querySelector('.imagelayer image');
-  const r = img.getBoundingClientRect();
-  const href = img.getAttribute('href') || img.getAttribute('xlink:href');
-  const bytes = Uint8Array.from(atob(href.split(',')[1]), c => c.charCodeAt(0));
-  const svg = new TextDecoder().decode(bytes);
   let f = document.getElementById('tvd-test-replica');
   if (!f) {{
     f = document.createElement('iframe'); f.id = 'tvd-test-replica';
     f.style.cssText = 'position:absolute;left:0;top:0;border:0;visibility:hidden;pointer-events:none';
     document.body.appendChild(f);
   }}
-  f.style.width = r.width + 'px'; f.style.height = r.height + 'px';
-  const loaded = new Promise(ok => {{ f.onload = ok; }});
-  f.srcdoc = '<html><body style="margin:0;overflow:hidden">'
-    + svg.replace('<svg ', '<svg style="display:block;width:100%;height:100%" ') + '</body></html>';
-  await loaded;
-  const doc = f.contentDocument;
-  const vb = doc.querySelector('svg').viewBox.baseVal;
-  const out = [];
-  for (const t of doc.querySelectorAll('text')) {{
-    if (doc.defaultView.getComputedStyle(t).display === 'none') continue;
-    const b = t.getBoundingClientRect();
-    if (b.width === 0 && b.height === 0) continue;
-    out.push({{text: t.textContent, cls: t.getAttribute('class') || '',
-              x0: b.left + r.left, x1: b.right + r.left, y0: b.top + r.top, y1: b.bottom + r.top,
-              size: parseFloat(doc.defaultView.getComputedStyle(t).fontSize) * r.width / vb.width}});
+  const out = [], seen = new Set(); let scale = null;
+  for (const img of gd.querySelectorAll('.imagelayer image')) {{
+    const r = img.getBoundingClientRect();
+    const href = img.getAttribute('href') || img.getAttribute('xlink:href');
+    const svg = await (await fetch(href)).text();
+    f.style.width = r.width + 'px'; f.style.height = r.height + 'px';
+    const loaded = new Promise(ok => {{ f.onload = ok; }});
+    f.srcdoc = '<html><body style="margin:0;overflow:hidden">'
+      + svg.replace('<svg ', '<svg style="display:block;width:100%;height:100%" ') + '</body></html>';
+    await loaded;
+    const doc = f.contentDocument;
+    const vb = doc.querySelector('svg').viewBox.baseVal;
+    scale = r.width / vb.width;
+    for (const t of doc.querySelectorAll('text')) {{
+      if (doc.defaultView.getComputedStyle(t).display === 'none') continue;
+      const b = t.getBoundingClientRect();
+      if (b.width === 0 && b.height === 0) continue;
+      const l = {{text: t.textContent, cls: t.getAttribute('class') || '',
+                 x0: b.left + r.left, x1: b.right + r.left, y0: b.top + r.top, y1: b.bottom + r.top,
+                 size: parseFloat(doc.defaultView.getComputedStyle(t).fontSize) * scale}};
+      // a label near a tile's border is drawn by both tiles, in the same place: one label
+      const key = [l.text, l.cls, Math.round(l.x0), Math.round(l.y0)].join('|');
+      if (seen.has(key)) continue;
+      seen.add(key); out.push(l);
+    }}
   }}
   const pr = gd.querySelector('.nsewdrag').getBoundingClientRect();
-  return {{labels: out, scale: r.width / vb.width,
+  return {{labels: out, scale, images: gd.querySelectorAll('.imagelayer image').length,
            plot: {{x0: pr.left, x1: pr.right, y0: pr.top, y1: pr.bottom}}}};
 }}"""
 
@@ -56,9 +61,9 @@ _BOXES = f"""(a) => {{
 
 
 def drawn_labels(page: Any, dom_id: str) -> dict[str, Any]:
-    """``{"labels": [{text, cls, x0, x1, y0, y1, size}], "scale": px per point, "plot": the plot area}``: every
-    label the picture of the graph in element ``dom_id`` draws at the current zoom, boxes in page pixels,
-    ``size`` the drawn font size in px."""
+    """``{"labels": [{text, cls, x0, x1, y0, y1, size}], "scale": px per point, "images": how many, "plot": the
+    plot area}``: every label the picture of the graph in element ``dom_id`` draws at the current zoom (all its
+    tiles: on screen or not), boxes in page pixels, ``size`` the drawn font size in px."""
     return page.evaluate(_LABELS, dom_id)
 
 

@@ -148,12 +148,29 @@ class Broken(nn.Module):
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
 
+def picture_pieces(fig: object) -> list[ET.Element]:
+    """The figure's picture pieces (its layout images, SVG data URIs) parsed back into XML, in order."""
+    out = []
+    for img in fig.layout.images:   # type: ignore[attr-defined]
+        head, b64 = img.source.split(",", 1)
+        assert head == "data:image/svg+xml;base64"
+        out.append(ET.fromstring(base64.b64decode(b64).decode("utf-8")))
+    return out
+
+
 def picture_of(fig: object) -> ET.Element:
-    """The figure's picture (its one layout image, an SVG data URI) parsed back into XML."""
-    (img,) = fig.layout.images   # type: ignore[attr-defined]
-    head, b64 = img.source.split(",", 1)
-    assert head == "data:image/svg+xml;base64"
-    return ET.fromstring(base64.b64decode(b64).decode("utf-8"))
+    """The figure's picture as one SVG: its one image, or its tiles' elements together (an element near a
+    tile's border is in both tiles, the same text: kept once; the style and the joined edge paths of the first
+    tile only)."""
+    first, *rest = picture_pieces(fig)
+    seen = {ET.tostring(e) for e in first}
+    for piece in rest:
+        for e in piece:
+            key = ET.tostring(e)
+            if e.tag != f"{SVG_NS}style" and key not in seen:
+                seen.add(key)
+                first.append(e)
+    return first
 
 
 def picture_texts(svg: ET.Element, cls: str | None = None) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import math
 import re
 
 import pytest
@@ -20,6 +21,7 @@ from torchvista_dash.render.figure import (
     FAILED_WINDOW,
     NOMINAL_PLOT_PX,
     START_SCALE,
+    TILE_PT,
     fit_scale,
     header_rows,
     start_window,
@@ -161,7 +163,9 @@ def test_every_point_with_customdata_is_a_visible_id(case30):
 
 def test_trace_count_is_bounded_not_per_node():
     big = make_figure(*grid_case(2000))
-    assert len(big.data) <= 3 and len(big.layout.images) == 1
+    x0, y0, x1, y1 = big.layout.meta["torchvista_dash"]["picture"]
+    tiles = math.ceil((x1 - x0) / TILE_PT) * math.ceil((y1 - y0) / TILE_PT)
+    assert len(big.data) <= 3 and 1 < len(big.layout.images) <= tiles     # images: tiles of the picture
     assert len(by_name(big, "nodes:labels").x) == 2000
 
 
@@ -332,7 +336,7 @@ def test_a_long_left_to_right_view_starts_at_its_left_end() -> None:
 
 def test_zoomed_out_the_picture_names_modules_in_overview_labels_by_band():
     g, vg, lay = grid_case(300, cols=2)
-    svg = svg_of(make_figure(g, vg, lay))
+    svg = svg_of(make_figure(g, vg, lay, tile=None))      # one picture (tests/test_render_tiles.py: cut in tiles)
     css = svg.find(f"{NS}style").text
     over = [t for t in svg.iter(f"{NS}text") if "ov" in (t.get("class") or "").split()]
     names = [c.label for c in vg.clusters] + [n.label for n in vg.nodes if n.kind in ("module", "folded")]

@@ -46,6 +46,8 @@ FAILED_WINDOW = (900.0, 600.0)  # points shown around the failing op in a failed
 # px per point a too-big view starts at: op names and shape lines drawn, also in a plot somewhat smaller than
 # the nominal one
 START_SCALE = picture.LOD_SCALE["s"] * 1.15
+# points per side of the picture's tiles (render/tiles.py; chosen by bench/bench_zoom_parts.py, see the README)
+TILE_PT = 1200.0
 SCROLL_CONFIG = {"scrollZoom": True, "displaylogo": False, "doubleClick": "reset"}
 _HIDDEN = "rgba(0,0,0,0)"
 
@@ -135,13 +137,14 @@ def _initial_ranges(graph: Graph, vg: VisibleGraph, layout: Layout, bounds: Box)
 
 def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "light", *,
                 highlight: str | None = None, details: bool | None = None, labels: bool | None = None,
-                uirevision: Any = UIREVISION, paint: Paint | None = None) -> go.Figure:
+                uirevision: Any = UIREVISION, paint: Paint | None = None, tile: float | None = TILE_PT) -> go.Figure:
     """Draw one laid-out view as a plotly Figure; every box and header row is a click target carrying its id.
 
     ``highlight`` outlines one visible node or expanded cluster (a search hit). ``labels=False`` draws no text
     and ``details=False`` no shape lines or edge labels (default for both: drawn, as the zoom allows; hover
     shows them either way). ``paint`` (paint.py) recolours boxes, adds hover lines and a colour bar: colour by
-    cost, a diff.
+    cost, a diff. ``tile``: the picture is cut into images about this many points square (render/tiles.py:
+    a zoom step then costs the browser only the images on screen); None: one image.
     """
     th: Theme = get_theme(theme)
     _check(vg, layout, highlight)
@@ -152,7 +155,8 @@ def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "li
     xr, yr = _initial_ranges(graph, vg, layout, bounds)
     show_labels = labels is not False
     show_details = details is not False
-    svg = picture.picture_svg(vg, layout, th, ext, labels=show_labels, details=show_details, paint=paint)
+    pieces = picture.picture_pieces(vg, layout, th, ext, labels=show_labels, details=show_details, paint=paint,
+                                    tile=tile)
     hov = HoverIndex(graph, vg)
     traces = _hit_traces(vg, layout, hov, paint) + _highlight_trace(layout, highlight, th) + list(paint.extra)
     notes = list(vg.notes) + ([paint.title] if paint.title else [])
@@ -164,9 +168,10 @@ def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "li
         "xaxis": {"range": xr, "visible": False, "showgrid": False, "zeroline": False},
         "yaxis": {"range": yr, "visible": False, "showgrid": False, "zeroline": False,
                   "scaleanchor": "x", "scaleratio": 1},
-        "images": [{"source": picture.data_uri(svg), "xref": "x", "yref": "y", "x": ext[0], "y": ext[3],
-                    "sizex": ext[2] - ext[0], "sizey": ext[3] - ext[1], "xanchor": "left", "yanchor": "top",
-                    "sizing": "stretch", "layer": "below", "name": "picture"}],
+        "images": [{"source": picture.data_uri(p.svg), "xref": "x", "yref": "y", "x": p.box[0], "y": p.box[3],
+                    "sizex": round(p.box[2] - p.box[0], 1), "sizey": round(p.box[3] - p.box[1], 1),
+                    "xanchor": "left", "yanchor": "top", "sizing": "stretch", "layer": "below", "name": "picture"}
+                   for p in pieces],
         "meta": {"torchvista_dash": {"bounds": [round(v, 1) for v in bounds], "picture": [round(v, 1) for v in ext],
                                      "lod": dict(picture.LOD_SCALE), "details": show_details,
                                      "labels": show_labels, "notes": notes}},

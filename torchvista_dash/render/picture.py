@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import base64
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from ..layout.dot import CHAR_WIDTH
 from ..layout.types import Box, Layout, Point
 from ..view_types import VisibleGraph
-from . import shapes
+from . import shapes, tiles
 from .paint import BoxPaint, Paint
 from .style import CLOSE_MARK, SHAPES, Theme, kind_style, node_text
 
@@ -172,13 +173,14 @@ def _names(label: str, parent_label: str | None) -> list[str]:
 
 
 def _overview(vg: VisibleGraph, layout: Layout, cv: _Canvas, depth: dict[str, int], ext: Box
-              ) -> tuple[list[str], str]:
+              ) -> tuple[list[tiles.Item], Callable[[float], str]]:
     """Map-style labels for the zoomed-out picture, where box text would be a few pixels: per band of zoom, the
     names of the modules (open clusters, then closed module boxes) that have room on screen at a readable size,
-    shallow ones first, none over another. (text elements, their CSS rules)."""
+    shallow ones first, none over another. (text elements with their boxes, their CSS rules for an image
+    ``vw`` points wide: a tile of the picture reads the zoom from its own width)."""
     bands = _overview_bands(cv.width, cv.height)
     if not bands:
-        return [], ""
+        return [], lambda vw: ""
     labels = {c.id: c.label for c in vg.clusters}
     cands: list[tuple[int, float, float, Box, Box, list[str]]] = []
     for cl in vg.clusters:
@@ -192,9 +194,10 @@ def _overview(vg: VisibleGraph, layout: Layout, cv: _Canvas, depth: dict[str, in
             d = depth.get(vn.parent, -1) + 1 if vn.parent else 0
             cands.append((d, -box[3], box[0], box, par or ext, _names(vn.label, labels.get(vn.parent or ""))))
     cands.sort(key=lambda c: (c[0], c[1], c[2]))
-    out: list[str] = []
-    rules = [".ov{display:none;font-weight:bold;text-anchor:start;dominant-baseline:hanging;paint-order:stroke;"
+    out: list[tiles.Item] = []
+    fixed = [".ov{display:none;font-weight:bold;text-anchor:start;dominant-baseline:hanging;paint-order:stroke;"
              "stroke-linejoin:round}"]
+    ranges: list[tuple[int, float, float]] = []
     hi = LOD_SCALE["m"]
     for k, s in enumerate(bands):
         f = OVERVIEW_PX / s
@@ -221,12 +224,18 @@ def _overview(vg: VisibleGraph, layout: Layout, cv: _Canvas, depth: dict[str, in
                 continue
             for key in keys:
                 grid.setdefault(key, []).append(rect)
-            out.append(f'<text x="{cv.x(x)}" y="{cv.y(rect[3])}" class="ov o{k}">{html.escape(text)}</text>')
-        rules.append(f".o{k}{{font-size:{_n(f)}px;stroke-width:{_n(3.0 / s)}px}}"
-                     f"@media (min-width:{_n(cv.width * s)}px) and (max-width:{_n(cv.width * hi - 0.01)}px)"
-                     f"{{.o{k}{{display:inline}}}}")
+            # where it may draw: glyphs wider than the estimate, its halo
+            m = hgt * 0.3 + 3.0 / s
+            out.append(((rect[0] - m - tw * 0.2, rect[1] - m, rect[2] + m + tw * 0.2, rect[3] + m),
+                        f'<text x="{cv.x(x)}" y="{cv.y(rect[3])}" class="ov o{k}">{html.escape(text)}</text>'))
+        fixed.append(f".o{k}{{font-size:{_n(f)}px;stroke-width:{_n(3.0 / s)}px}}")
+        ranges.append((k, s, hi))
         hi = s
-    return out, "".join(rules)
+
+    def rules(vw: float) -> str:
+        return "".join(fixed) + "".join(f"@media (min-width:{_n(vw * lo)}px) and (max-width:{_n(vw * up - 0.01)}px)"
+                                        f"{{.o{k}{{display:inline}}}}" for k, lo, up in ranges)
+    return out, rules
 
 
 def _kind_class(kind: str, failed: bool) -> str:
@@ -257,71 +266,95 @@ def _shape(cv: _Canvas, shape: str, box: Box, cls: str, style: str = "") -> str:
     return f'<rect {geo} {attrs}/>'
 
 
-def picture_svg(vg: VisibleGraph, layout: Layout, th: Theme, ext: Box, *, labels: bool = True,
-                details: bool = True, paint: Paint | None = None) -> str:
-    """The view as an SVG document covering ``ext`` (points): clusters, edges, boxes, labels, headers.
+# The picture's layers, bottom to top: (how a tile joins its elements, the class of a joined path).
+LAYER_KINDS: tuple[tuple[str, str], ...] = (
+    ("elem", ""), ("path", "e"), ("path", "e ep"), ("path", "a"),   # clusters, edges, parameter edges, arrows
+    ("elem", ""), ("elem", ""), ("elem", ""), ("elem", ""), ("elem", ""),   # boxes, edge labels, labels, headers,
+)                                                                           # overview labels
+_CLUSTERS, _EDGES, _PARAM_EDGES, _ARROWS, _BOXES, _EDGE_LABELS, _LABELS, _HEADS, _OVERVIEW = range(9)
 
-    ``labels=False`` draws no text at all; ``details=False`` no shape lines or edge labels. Either way the level
-    of detail then follows the zoom as the module docstring says. ``paint`` recolours some boxes and outlines
-    some clusters (inline styles over the kind classes: colour by cost, a diff)."""
+
+class Piece(NamedTuple):
+    """One image of the picture: an SVG document and the box (points, y up: x0, y0, x1, y1) it is drawn over."""
+
+    svg: str
+    box: Box
+
+
+class _Items(NamedTuple):
+    canvas: _Canvas
+    kinds: set[tuple[str, bool]]
+    layers: list[list[tiles.Item]]
+    overview_rules: Callable[[float], str]
+
+
+def _bbox(pts: Sequence[Point]) -> Box:
+    xs = [p[0] for p in pts]
+    ys = [p[1] for p in pts]
+    return (min(xs), min(ys), max(xs), max(ys))
+
+
+def _items(vg: VisibleGraph, layout: Layout, th: Theme, ext: Box, *, labels: bool, details: bool,
+           paint: Paint | None) -> _Items:
+    """Every element of the picture with the box (points) it may draw in, layer by layer (``LAYER_KINDS``)."""
     cv = _Canvas(ext)
     paint = paint or Paint()
     e = html.escape
+    layers: list[list[tiles.Item]] = [[] for _ in LAYER_KINDS]
     depth: dict[str, int] = {}
     for cl in vg.clusters:
         d, cur = 0, layout.parent.get(cl.id)
         while cur is not None and d < 64:
             d, cur = d + 1, layout.parent.get(cur)
         depth[cl.id] = d
-    body: list[str] = []
-    heads: list[str] = []
     for cl in sorted(vg.clusters, key=lambda c: depth[c.id]):
         box = layout.clusters[cl.id]
         x0, y0, x1, y1 = box
         geo = f'x="{cv.x(x0)}" y="{cv.y(y1)}" width="{_n(x1 - x0)}" height="{_n(y1 - y0)}" rx="{_n(CLUSTER_RADIUS)}"'
-        body.append(f'<rect {geo} class="c"/>')
+        grown = (x0 - 2, y0 - 2, x1 + 2, y1 + 2)       # outline strokes reach past the box
+        layers[_CLUSTERS].append((grown, f'<rect {geo} class="c"/>'))
         if cl.failed:
-            body.append(f'<rect {geo} class="cf"/>')
+            layers[_CLUSTERS].append((grown, f'<rect {geo} class="cf"/>'))
         if cl.id in paint.clusters:
-            body.append(f'<rect {geo} class="cf" style="{_style(paint.clusters[cl.id], fill=False)}"/>')
+            layers[_CLUSTERS].append((grown, f'<rect {geo} class="cf" style="{_style(paint.clusters[cl.id], fill=False)}"/>'))
         if labels:
             text = header_text(cl.label, box)
             if text:
-                heads.append(f'<text x="{cv.x(x0 + HEADER_INSET)}" y="{cv.y(y1 - HEADER_BASE)}" '
-                             f'class="h{" hf" if cl.failed else ""}">{e(text)}</text>')
+                layers[_HEADS].append(((x0, y1 - HEADER_BASE - 6, x1, y1),
+                                       f'<text x="{cv.x(x0 + HEADER_INSET)}" y="{cv.y(y1 - HEADER_BASE)}" '
+                                       f'class="h{" hf" if cl.failed else ""}">{e(text)}</text>'))
     kind_of = {n.id: n.kind for n in vg.nodes}
-    plain: list[str] = []
-    params: list[str] = []
-    heads_d: list[str] = []
-    edge_labels: list[str] = []
     for ed in layout.edges:
-        (params if kind_of.get(ed.src) in ("parameter", "constant") else plain).append(cv.path(ed.points, False))
+        if not ed.points:
+            continue
+        b = _bbox(ed.points)
+        grown = (b[0] - 2, b[1] - 2, b[2] + 2, b[3] + 2)
+        layer = _PARAM_EDGES if kind_of.get(ed.src) in ("parameter", "constant") else _EDGES
+        layers[layer].append((grown, cv.path(ed.points, False)))
         head = shapes.arrowhead(ed.points)
         if head:
-            heads_d.append(cv.path(head, True))
+            hb = _bbox(head)
+            layers[_ARROWS].append(((hb[0] - 1, hb[1] - 1, hb[2] + 1, hb[3] + 1), cv.path(head, True)))
         if labels and details and ed.label and ed.label_pos is not None:
-            edge_labels.append(f'<text x="{cv.x(ed.label_pos[0])}" y="{cv.y(ed.label_pos[1])}" '
-                               f'class="el">{e(ed.label)}</text>')
-    if plain:
-        body.append(f'<path d="{"".join(plain)}" class="e"/>')
-    if params:
-        body.append(f'<path d="{"".join(params)}" class="e ep"/>')
-    if heads_d:
-        body.append(f'<path d="{"".join(heads_d)}" class="a"/>')
+            lx, ly = ed.label_pos
+            half = len(ed.label) * EDGE_PT * CHAR_EM * 0.6 + 4
+            layers[_EDGE_LABELS].append(((lx - half, ly - EDGE_PT, lx + half, ly + EDGE_PT),
+                                         f'<text x="{cv.x(lx)}" y="{cv.y(ly)}" class="el">{e(ed.label)}</text>'))
     kinds: set[tuple[str, bool]] = set()
-    texts: list[str] = []
     for vn in vg.nodes:
         box = layout.nodes[vn.id]
+        x0, y0, x1, y1 = box
+        grown = (x0 - 2, y0 - 2, x1 + 2, y1 + 2)
         kinds.add((vn.kind, vn.failed))
         k = _kind_class(vn.kind, vn.failed)
         shape = SHAPES.get(vn.kind, "rect")
         bp = paint.boxes.get(vn.id)
-        body.append(_shape(cv, shape, box, k, "" if bp is None else _style(bp)))
+        elem = _shape(cv, shape, box, k, "" if bp is None else _style(bp))
         if shape == "double":
-            body.append(_shape(cv, "rect", shapes.inset(box), k + "i"))
+            elem += _shape(cv, "rect", shapes.inset(box), k + "i")
+        layers[_BOXES].append((grown, elem))
         if not labels:
             continue
-        x0, y0, x1, y1 = box
         room = x1 - x0 - 2 * TEXT_PAD
         lod = "m" if vn.kind in ("module", "folded") else "o"
         cx, cy = cv.x((x0 + x1) / 2), (y0 + y1) / 2
@@ -329,18 +362,60 @@ def picture_svg(vg: VisibleGraph, layout: Layout, th: Theme, ext: Box, *, labels
         sub = fit_text(vn.sublabel, room, SUB_PT) if details and vn.sublabel else ""
         tstyle = "" if bp is None else f' style="fill:{bp.text}"'
         if sub and y1 - y0 >= LABEL_PT * 1.2 + SUB_PT * 1.2 + 4:
-            texts.append(f'<text x="{cx}" y="{cv.y(cy + SUB_PT * 0.6)}" class="t {lod} {k}t"{tstyle}>{e(main)}</text>'
-                         f'<text x="{cx}" y="{cv.y(cy - LABEL_PT * 0.65)}" class="s {k}t"{tstyle}>{e(sub)}</text>')
+            layers[_LABELS].append((box, f'<text x="{cx}" y="{cv.y(cy + SUB_PT * 0.6)}" class="t {lod} {k}t"{tstyle}>'
+                                         f'{e(main)}</text><text x="{cx}" y="{cv.y(cy - LABEL_PT * 0.65)}" '
+                                         f'class="s {k}t"{tstyle}>{e(sub)}</text>'))
         elif main:
-            texts.append(f'<text x="{cx}" y="{cv.y(cy)}" class="t {lod} {k}t"{tstyle}>{e(main)}</text>')
-    overview, ov_css = _overview(vg, layout, cv, depth, ext) if labels else ([], "")
-    # no width/height: an SVG image without its own size takes the size it is drawn at as its viewport, which
-    # is what the level-of-detail media queries read
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_n(cv.width)} {_n(cv.height)}" '
-            'preserveAspectRatio="none">'
-            f"<style>{_css(th, cv.width, kinds)}.ov{{fill:{th.font};stroke:{th.paper}}}{ov_css}</style>"
-            + "".join(body) + "".join(edge_labels) + "".join(texts) + "".join(heads) + "".join(overview)
-            + "</svg>")
+            layers[_LABELS].append((box, f'<text x="{cx}" y="{cv.y(cy)}" class="t {lod} {k}t"{tstyle}>{e(main)}</text>'))
+    rules: Callable[[float], str] = lambda vw: ""   # noqa: E731
+    if labels:
+        layers[_OVERVIEW], rules = _overview(vg, layout, cv, depth, ext)
+    return _Items(cv, kinds, layers, rules)
+
+
+def picture_svg(vg: VisibleGraph, layout: Layout, th: Theme, ext: Box, *, labels: bool = True,
+                details: bool = True, paint: Paint | None = None) -> str:
+    """The view as one SVG document covering ``ext`` (points): clusters, edges, boxes, labels, headers.
+
+    ``labels=False`` draws no text at all; ``details=False`` no shape lines or edge labels. Either way the level
+    of detail then follows the zoom as the module docstring says. ``paint`` recolours some boxes and outlines
+    some clusters (inline styles over the kind classes: colour by cost, a diff)."""
+    return picture_pieces(vg, layout, th, ext, labels=labels, details=details, paint=paint)[0].svg
+
+
+def picture_pieces(vg: VisibleGraph, layout: Layout, th: Theme, ext: Box, *, labels: bool = True,
+                   details: bool = True, paint: Paint | None = None, tile: float | None = None) -> list[Piece]:
+    """The view as SVG pieces that together cover ``ext``: one piece (``picture_svg``) when ``tile`` is None,
+    else the tiles of a grid about ``tile`` points square (``tiles.py``: why), empty tiles left out."""
+    items = _items(vg, layout, th, ext, labels=labels, details=details, paint=paint)
+    cv, kinds, ov_rules = items.canvas, items.kinds, items.overview_rules
+    grid = tiles.Grid(ext, tile)
+    buckets = grid.sort(items.layers)
+    out: list[Piece] = []
+    for cell, layers in sorted(buckets.items()):
+        box = grid.box(cell)
+        vw = box[2] - box[0]
+        # tiles are opaque: where neighbours overlap, the upper one covers the lower one's translucent cluster
+        # fills instead of darkening them twice (a seam); the background reaches past the tile, so that only
+        # the image's own edge is smoothed there, not a shape's edge under another's (a light seam)
+        parts = [] if len(grid) == 1 else [f'<rect x="{cv.x(box[0] - 8)}" y="{cv.y(box[3] + 8)}" '
+                                           f'width="{_n(vw + 16)}" height="{_n(box[3] - box[1] + 16)}" '
+                                           f'style="fill:{th.paper}"/>']
+        for (kind, cls), elems in zip(LAYER_KINDS, layers, strict=True):
+            if not elems:
+                continue
+            parts.append(f'<path d="{"".join(elems)}" class="{cls}"/>' if kind == "path" else "".join(elems))
+        # no width/height: an SVG image without its own size takes the size it is drawn at as its viewport,
+        # which is what the level-of-detail media queries read
+        svg = (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="{cv.x(box[0])} {cv.y(box[3])} {_n(vw)} '
+               f'{_n(box[3] - box[1])}" preserveAspectRatio="none">'
+               f"<style>{_css(th, vw, kinds)}.ov{{fill:{th.font};stroke:{th.paper}}}{ov_rules(vw)}</style>"
+               + "".join(parts) + "</svg>")
+        out.append(Piece(svg, box))
+    if not out:     # nothing drawn at all: still one (empty) picture covering the canvas
+        out.append(Piece(f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_n(cv.width)} {_n(cv.height)}" '
+                         f'preserveAspectRatio="none"><style>{_css(th, cv.width, kinds)}</style></svg>', ext))
+    return out
 
 
 def data_uri(svg: str) -> str:
