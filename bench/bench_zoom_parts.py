@@ -1,12 +1,15 @@
 """Where a zoom or pan step of the picture spends its time in the browser: our figure whole, its hit bars alone
-(no picture), its picture alone (no bars), and the picture without any text; one run, headless Chromium.
+(no picture), its picture alone (no bars), the picture without any text, and the picture cut into tiles; one run,
+headless Chromium.
 
 Command (from the repository root):
-    .venv/bin/python bench/bench_zoom_parts.py [--sizes 400,2300,5600] [--repeat 3]
+    .venv/bin/python bench/bench_zoom_parts.py [--sizes 400,2300,5600] [--repeat 3] [--tiles 800,1200,1600]
 
-Views: the hand-built grid layouts of bench_render.py (tests/support_render.py), the same step as there
-(``Plotly.relayout`` of both ranges until the frame after it has painted; median of 6 steps, median of
---repeat). No server: a pure zoom or pan runs no Dash callback (``relayoutData`` is only read as a State when
+Beside them, the same figure with its picture cut into tiles of --tiles points (render/tiles.py), one layout
+image each. Views: the hand-built grid layouts of bench_render.py (tests/support_render.py), the same step as
+there (``Plotly.relayout`` of both ranges until the frame after it has painted; median of 6 steps, median of
+--repeat), at the view the figure starts at and at the whole view (every tile on screen). All variants of a
+size are open at once and measured in turn, repeat by repeat, so a change of load hits them alike. No server: a pure zoom or pan runs no Dash callback (``relayoutData`` is only read as a State when
 the user clicks), so this is the whole cost of a step. Writes bench/results/zoom_parts.md and prints it.
 """
 
@@ -32,6 +35,7 @@ from support_render import grid_case  # noqa: E402
 from torchvista_dash.render import make_figure  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "zoom_parts.md"
+WHOLE = "(a) => Plotly.relayout(document.getElementById(a[0]), {'xaxis.range': a[1], 'yaxis.range': a[2]})"
 
 
 def variants(n: int, tiles: list[float]) -> dict[str, object]:
@@ -55,7 +59,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="400,2300,5600")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--tiles", default="600,1200,2400", help="tile sizes (points) to measure beside one image")
+    ap.add_argument("--tiles", default="800,1200,1600", help="tile sizes (points) to measure beside one image")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -65,24 +69,43 @@ def main() -> None:
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=br.CHROMIUM_ARGS)
         for n in (int(s) for s in args.sizes.split(",")):
-            for i, (name, fig) in enumerate(variants(n, [float(t) for t in args.tiles.split(",") if t]).items()):
+            figs = variants(n, [float(t) for t in args.tiles.split(",") if t])
+            pages = []
+            for i, fig in enumerate(figs.values()):      # every variant open at once, measured in turn
                 path = br.write_html(fig, tmp / f"{n}_{i}.html")
-                ctx = browser.new_context(viewport={"width": 1400, "height": 900})
-                page = ctx.new_page()
+                page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
                 page.goto(path.as_uri())
                 page.wait_for_function(br.FIRST_DRAW_EMPTY % br.DIV, timeout=120_000)
-                page.wait_for_timeout(500)
-                zoom = statistics.median(page.evaluate(br.STEP, [br.DIV, "zoom", False]) for _ in range(args.repeat))
-                pan = statistics.median(page.evaluate(br.STEP, [br.DIV, "pan", False]) for _ in range(args.repeat))
-                rows.append(f"| {n:,} | {name} | {zoom:,.0f} | {pan:,.0f} |")
+                pages.append(page)
+            pages[-1].wait_for_timeout(500)
+            times: dict[str, list[list[float]]] = {name: [[], [], []] for name in figs}
+            for _ in range(args.repeat):           # interleaved: load changes hit every variant alike
+                for name, page in zip(figs, pages, strict=True):
+                    page.bring_to_front()
+                    times[name][0].append(page.evaluate(br.STEP, [br.DIV, "zoom", False]))
+                    times[name][1].append(page.evaluate(br.STEP, [br.DIV, "pan", False]))
+            for fig, page in zip(figs.values(), pages, strict=True):
+                ext = fig.layout.meta["torchvista_dash"]["picture"]     # the whole view: every tile on screen
+                page.evaluate(WHOLE, [br.DIV, [ext[0], ext[2]], [ext[1], ext[3]]])
+            pages[-1].wait_for_timeout(300)
+            for _ in range(args.repeat):
+                for name, page in zip(figs, pages, strict=True):
+                    page.bring_to_front()
+                    times[name][2].append(page.evaluate(br.STEP, [br.DIV, "zoom", False]))
+            for name, (zoom, pan, whole) in times.items():
+                rows.append(f"| {n:,} | {name} | {statistics.median(zoom):,.0f} | {statistics.median(pan):,.0f} "
+                            f"| {statistics.median(whole):,.0f} |")
                 print(rows[-1], file=sys.stderr, flush=True)
-                ctx.close()
+            for page in pages:
+                page.context.close()
         browser.close()
     load1 = os.getloadavg()
     md = "\n".join([
         "# Zoom and pan step of the picture, by part (headless Chromium)", "",
-        f"Command: `.venv/bin/python bench/bench_zoom_parts.py --sizes {args.sizes} --repeat {args.repeat}`", "",
-        "| boxes | figure | zoom step ms | pan step ms |", "|---:|---|---:|---:|", *rows, "",
+        f"Command: `.venv/bin/python bench/bench_zoom_parts.py --sizes {args.sizes} --repeat {args.repeat} "
+        f"--tiles {args.tiles}`", "",
+        "| boxes | figure | zoom step ms | pan step ms | zoom step ms, whole view |", "|---:|---|---:|---:|---:|",
+        *rows, "",
         f"Load average (1, 5, 15 min) at the start: {', '.join(f'{v:.1f}' for v in load0)}; at the end: "
         f"{', '.join(f'{v:.1f}' for v in load1)} (2 cores).", ""])
     RESULTS.write_text(md)

@@ -6,12 +6,13 @@ import base64
 
 import pytest
 import torch
-from support_picture import drawn_labels
+from support_picture import dark_rows, drawn_labels
 from support_render import TinyNet, grid_case
 
 from torchvista_dash import trace_model
 from torchvista_dash.render import SCROLL_CONFIG, make_figure
 from torchvista_dash.render.export import HTML_DIV_ID
+from torchvista_dash.render.tiles import OVERLAP, Grid
 
 pytestmark = pytest.mark.browser
 
@@ -154,3 +155,56 @@ def test_equal_aspect_and_whole_graph_in_view(loaded):
     assert abs(abs(fl["mx"]) - abs(fl["my"])) < 1e-6 * abs(fl["mx"])
     x0, y0, x1, y1 = fl["bounds"]
     assert fl["xr"][0] <= x0 and x1 <= fl["xr"][1] and fl["yr"][0] <= y0 and y1 <= fl["yr"][1]
+
+
+def test_a_big_view_is_tiles_and_a_label_across_their_border_is_drawn_whole(browser, tmp_path):
+    """A view bigger than a tile is several images (render/tiles.py); at the start only some are on screen, and
+    zoomed in on a box that lies across two tiles, its label is drawn, with ink on both sides of the border."""
+    g, vg, lay = grid_case(500)
+    ext = tuple(make_figure(g, vg, lay).layout.meta["torchvista_dash"]["picture"])
+
+    def off_centre(tile: float) -> tuple[float, str, float]:
+        """How far the box nearest to a border between columns of tiles has its centre from it."""
+        grid = Grid(ext, tile)
+        borders = [grid.box((i, 0))[2] - OVERLAP for i in range(grid.nx - 1)]
+        return min((abs((b[0] + b[2]) / 2 - x), vid, x) for vid, b in lay.nodes.items() for x in borders)
+
+    tile = min(range(700, 1300, 10), key=lambda t: off_centre(float(t))[0])   # a border through a label
+    _, vid, border = off_centre(float(tile))
+    fig = make_figure(g, vg, lay, tile=float(tile))
+    images = [(i.x, i.y - i.sizey, i.x + i.sizex, i.y) for i in fig.layout.images]
+    assert len(images) >= 4
+    path = tmp_path / "big.html"
+    fig.write_html(path, include_plotlyjs=True, div_id=HTML_DIV_ID, config=SCROLL_CONFIG, default_height="100vh")
+    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        page = ctx.new_page()
+        page.goto(path.as_uri())
+        page.wait_for_selector(".imagelayer image")
+        drawn = drawn_labels(page, HTML_DIV_ID)
+        assert drawn["images"] == len(images)
+        on_screen = page.evaluate("""() => { const p = document.querySelector('.nsewdrag').getBoundingClientRect();
+          return Array.from(document.querySelectorAll('.imagelayer image')).filter((i) => {
+            const r = i.getBoundingClientRect();
+            return r.left < p.right && p.left < r.right && r.top < p.bottom && p.top < r.bottom; }).length; }""")
+        assert 1 <= on_screen < len(images)
+        x0, y0, x1, y1 = lay.nodes[vid]
+        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+        page.evaluate("(a) => Plotly.relayout(a[0], {'xaxis.range': [a[1] - 150, a[1] + 150], "
+                      "'yaxis.range': [a[2] - 100, a[2] + 100]})", [HTML_DIV_ID, cx, cy])
+        page.wait_for_timeout(300)
+        bx, top = page.evaluate(TO_PIXELS, [HTML_DIV_ID, border, y1])
+        # only the left tile draws left of where the right one starts, and the other way round
+        left_end = page.evaluate(TO_PIXELS, [HTML_DIV_ID, border - OVERLAP, y1])[0] - 1
+        right_start = page.evaluate(TO_PIXELS, [HTML_DIV_ID, border + OVERLAP, y1])[0] + 1
+        bottom = page.evaluate(TO_PIXELS, [HTML_DIV_ID, cx, y0])[1]
+        label = next(lab for lab in drawn_labels(page, HTML_DIV_ID)["labels"]      # the box's own label
+                     if lab["cls"].startswith("t ") and lab["x0"] < bx < lab["x1"] and top < lab["y0"] < bottom)
+        assert label["size"] >= 11.0, label
+        h = label["y1"] - label["y0"]
+        assert label["x0"] + 10 < left_end and right_start < label["x1"] - 10, (label, left_end, right_start)
+        for left, right in ((label["x0"], left_end), (right_start, label["x1"])):
+            rows = dark_rows(page, {"x": left, "y": label["y0"], "width": right - left, "height": h})
+            assert len(rows) >= h / 3, (left, right, rows)
+    finally:
+        ctx.close()
