@@ -8,6 +8,7 @@ out, and the line must be gone once the new graph is drawn. A fast click must no
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import stat
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 import torch
 from dash import Dash, html
+from plotly.utils import PlotlyJSONEncoder
 from support_app import css_id, graph_dom_id, ids_drawn, start, wait_drawn, wait_ids
 from torch import nn
 
@@ -177,3 +179,126 @@ def test_progress_text_waits_then_names_the_work() -> None:
         progress.stage("drawing 40 boxes")
         assert progress.text(key, now=later).startswith("Drawing 40 boxes (")
     assert progress.text(key) == "" and progress.in_flight() == 0
+
+
+FIRST_VIEW_DOT_DELAY = "0.5"    # per laid-out graph: the first view takes seconds, longer than a page load
+
+
+def _walk(component: Any) -> Any:
+    yield component
+    children = getattr(component, "children", None)
+    for child in children if isinstance(children, list) else [children] if children is not None else []:
+        if hasattr(child, "children") or hasattr(child, "id"):
+            yield from _walk(child)
+
+
+def _watch_first_view(page: Any, aio_id: str, header: str, timeout_s: float = 120) -> tuple[list[str], list[str]]:
+    """Until ``header`` is drawn: the progress lines and the plot's placeholder text seen on the way."""
+    seen: list[str] = []
+    placeholder: list[str] = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        txt = page.evaluate("(d) => { const e = document.getElementById(d); "
+                            "return e && getComputedStyle(e).display !== 'none' ? e.innerText : ''; }",
+                            graph_dom_id(aio_id, "progress"))
+        if txt:
+            seen.append(txt)
+        note = page.evaluate("(d) => { const e = document.getElementById(d); const a = e && "
+                             "e.querySelector('.annotation-text'); return a ? a.textContent : ''; }",
+                             graph_dom_id(aio_id))
+        if note:
+            placeholder.append(note)
+        try:
+            if header in ids_drawn(page, aio_id, "clusters:headers"):
+                return seen, placeholder
+        except Exception:          # the placeholder has no such trace yet
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"{header} was never drawn; progress seen: {seen[-3:]}")
+
+
+def _modules_counted(seen: list[str]) -> None:
+    assert any(re.search(r"laying out modules: \d+ of \d+", s, re.I) for s in seen), seen
+    counts = [tuple(map(int, m.groups())) for s in seen if (m := re.search(r"(\d+) of (\d+)", s))]
+    assert len({n for _, n in counts}) == 1 and counts[0][1] >= 10, counts   # one total: every module
+    assert [d for d, _ in counts] == sorted(d for d, _ in counts), "progress went backwards"
+
+
+def test_a_slow_first_view_in_a_users_app_shows_progress_then_the_graph(page: Any, slow_dot: str,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ModelGraph(trace, depth=None)` in the user's own layout (a layout function: made when a page asks):
+    making it does not wait for the whole layout, and the page says how far that layout has got until the
+    graph is drawn."""
+    t = trace_model(Slow(), torch.randn(2, 6))
+    state.precomputer.wait_idle(60)      # nothing left from an earlier test lays these pieces out meanwhile
+    dotpool.shut_down()
+    layout.clear_cache()
+    monkeypatch.setenv("TVD_TEST_DOT_DELAY", FIRST_VIEW_DOT_DELAY)   # seconds of layout while the page loads
+    app = Dash(__name__)
+    made: list[Any] = []
+
+    def page_layout() -> Any:
+        made.append(ModelGraph(t, id="slow", height="500px", depth=None))
+        return html.Div([made[-1]])
+
+    app.layout = page_layout
+    srv = start(app)
+    try:
+        page.goto(srv.url)
+        seen, _ = _watch_first_view(page, "slow", "mod:stages.9")
+        assert seen, "no progress was shown while the first view laid out"
+        _modules_counted(seen)
+        # the page's ModelGraph went without its figure: a placeholder that names the model
+        plot = next(c for c in _walk(made[0]) if getattr(c, "id", None) == ModelGraph.ids.graph("slow"))
+        assert [a["text"] for a in plot.figure["layout"]["annotations"]] == ["Laying out Slow…"]
+        wait_drawn(page, "slow")
+        page.wait_for_function("(d) => getComputedStyle(document.getElementById(d)).display === 'none'",
+                               arg=graph_dom_id("slow", "progress"), timeout=5_000)
+        assert progress.in_flight() == 0
+        # it works as any other view, and the next page finds it made
+        page.click(css_id("slow", "collapse_all"))
+        wait_ids(page, "slow", "nodes:labels", present=("mod:(root)",))
+        page.reload()
+        wait_ids(page, "slow", "clusters:headers", present=("mod:stages.9",))
+        assert "annotations" not in json.dumps(made[-1].to_plotly_json(), cls=PlotlyJSONEncoder)
+    finally:
+        srv.stop()
+        registry.clear_caches()
+
+
+SLOW_MODEL = """
+import torch
+from torch import nn
+from test_app_progress import Slow
+
+def slow():
+    return Slow(), torch.randn(2, 6)
+"""
+
+
+def test_serve_of_a_slow_first_view_sends_the_page_at_once_and_shows_progress(page: Any, slow_dot: str,
+                                                                               tmp_path: Path) -> None:
+    """`python -m torchvista_dash serve module:fn --depth -1`, a browser opening it while the server still lays
+    out the first view: the page's HTML is not held back for it (no first picture), and the page shows which
+    stage runs and how many of how many modules are done, then the graph."""
+    import os
+    import subprocess
+
+    from support_app import served_url
+
+    (tmp_path / "tvd_slow_models.py").write_text(SLOW_MODEL)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TVD_TEST_DOT_DELAY": FIRST_VIEW_DOT_DELAY,
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent), str(Path(__file__).parent)])}
+    proc = subprocess.Popen([sys.executable, "-m", "torchvista_dash", "serve", "tvd_slow_models:slow", "--depth", "-1",
+                             "--port", "0"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        url = served_url(proc)
+        page.goto(url)
+        assert "tvd-first-picture" not in page.content()
+        seen, _ = _watch_first_view(page, "main", "mod:stages.9")
+        assert seen, "no progress was shown while the first view laid out"
+        _modules_counted(seen)
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=20)

@@ -149,6 +149,10 @@ def step(trigger: str | None, value: Any, data: dict[str, Any], relayout: dict[s
         return NextView(new_spec, rankdir, theme, highlight, state.full_ranges(old_layout), zoom_back)
     elif trigger == "color_by":
         pass                                  # the same view, painted otherwise (``_apply`` sets it)
+    elif trigger == "first_view":             # a first view the constructor left to the page (firstview.py)
+        if not data.get("pending"):
+            return None
+        fit = True
     else:
         return None
     if fit:
@@ -190,8 +194,9 @@ def _apply(trigger: str | None, value: Any, data: dict[str, Any], relayout: dict
                 "relayout": relayout, "zoom_back": result.zoom_back,
                 "found": value if trigger == "search" and value else None,    # its details follow (show_found)
                 "sent": ([ranges] + list(data.get("sent") or [data["ranges"]]))[:4]}
+    pending = new_data.pop("pending", False)          # the placeholder goes, whatever the action
     old_spec = state.spec_from_store(data)
-    if (spec, draw) == (old_spec, old_draw):
+    if (spec, draw) == (old_spec, old_draw) and not pending:
         fig: Any = Patch()                  # only the ranges move: send two numbers, not the figure
         fig["layout"]["xaxis"]["range"] = ranges[0]
         fig["layout"]["yaxis"]["range"] = ranges[1]
@@ -277,6 +282,7 @@ def register(callback: Callable[..., Any]) -> None:
         Output(ids.root(MATCH), "className"),
         Output(ids.search(MATCH), "value"),
         *(Input(make(MATCH), prop) for make, prop in _VIEW_CONTROLS),
+        Input(ids.first_view(MATCH), "n_intervals"),
         State(ids.store(MATCH), "data"),
         State(ids.graph(MATCH), "relayoutData"),
         prevent_initial_call=True,
@@ -286,7 +292,8 @@ def register(callback: Callable[..., Any]) -> None:
                  (Output(ids.progress(MATCH), "children"), "", ""),
                  (Output(ids.progress(MATCH), "style"), PROGRESS_SHOWN, PROGRESS_HIDDEN)],
     )
-    def update_view(click, _ea, _ca, depth, options, direction, theme, search, _fit, color_by, data, relayout):
+    def update_view(click, _ea, _ca, depth, options, direction, theme, search, _fit, color_by, _first, data,
+                    relayout):
         trigger = ctx.triggered_id["subcomponent"] if isinstance(ctx.triggered_id, dict) else None
         value = {"graph": clicked_id(click), "depth": depth, "options": options, "direction": direction,
                  "theme": theme, "search": search, "color_by": color_by}.get(trigger)
@@ -295,7 +302,8 @@ def register(callback: Callable[..., Any]) -> None:
         cleared = None if trigger == "search" and search else no_update
         key = progress.request_key(_aio(), data, click, _ea, _ca, depth, options, direction, theme, search, _fit,
                                    color_by)
-        with progress.request(key):
+        # a first view left to the page is known to be slow: its progress shows at once
+        with progress.request(key, show_after=0.0 if trigger == "first_view" else progress.SHOW_AFTER_S):
             return *_apply(trigger, value, data, relayout, with_controls(data, options, direction, theme), depth,
                            click if trigger == "graph" else None), cleared
 

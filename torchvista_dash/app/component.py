@@ -28,7 +28,7 @@ from ..options import (
 )
 from ..traced import Trace
 from ..view_types import ViewSpec
-from . import callbacks, progress, registry, state
+from . import callbacks, firstview, progress, registry, state
 from .details import details, header, selection
 from .ids import ids as _ids
 from .search import browse
@@ -100,12 +100,17 @@ class ModelGraph(html.Div):
             view_mod.check_spec(trace.graph, spec)
             spec, highlight = state.drawn_spec(tid, spec), None
         draw = replace(draw, highlight=highlight if draw.highlight is None else draw.highlight)
-        ranges = state.start_ranges(state.layout_of(tid, spec, draw.rankdir))
         vg = state.visible(tid, spec)
-        figure = state.figure_with_ranges(tid, spec, draw, ranges)
+        ready = firstview.prepared(tid, spec, draw)    # else the page asks for it, and shows its progress
+        if ready:
+            ranges = state.start_ranges(state.layout_of(tid, spec, draw.rankdir))
+            figure = state.figure_with_ranges(tid, spec, draw, ranges)
+            state.precompute_neighbours(tid, spec, draw)
+        else:
+            ranges, figure = firstview.PENDING_RANGES, firstview.placeholder_figure(draw.theme, graph.model_name
+                                                                                    or "the model")
         store = {"trace": tid, **state.spec_to_store(spec), **state.draw_to_store(draw),
-                 "ranges": ranges, "relayout": None, "sent": [ranges]}
-        state.precompute_neighbours(tid, spec, draw)
+                 "ranges": ranges, "relayout": None, "sent": [ranges], **({} if ready else {"pending": True})}
         theme, rankdir, fold_repeats, show_params = draw.theme, draw.rankdir, view.fold_repeats, view.show_params
         max_depth = max((c.depth for c in graph.module_calls), default=0)
         depth_options = [{"label": f"depth {d}", "value": d} for d in range(0, max_depth + 1)]
@@ -168,6 +173,7 @@ class ModelGraph(html.Div):
                      style={"display": "none", "fontSize": "12px"},
                      **{"aria-live": "polite"}),  # type: ignore[arg-type]
             dcc.Interval(id=_ids.progress_poll(aio_id), interval=progress.POLL_MS, disabled=True),
+            dcc.Interval(id=_ids.first_view(aio_id), interval=firstview.TICK_MS, max_intervals=1, disabled=ready),
             html.Div([toolbar, toolbar2], className="tvd-toolbars"),   # one wrapped row on a narrow page (tvd.css)
             body,
             dcc.Store(id=_ids.store(aio_id), data=store),

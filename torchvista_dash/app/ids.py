@@ -12,7 +12,8 @@ COMPONENT = "ModelGraph"
 
 SUBCOMPONENTS = ("root", "graph", "store", "details", "header", "notes", "expand_all", "collapse_all", "depth",
                  "options", "direction", "theme", "fit", "search", "export_html", "export_svg", "export_png",
-                 "export_json", "download", "export_status", "color_by", "selected", "progress", "progress_poll")
+                 "export_json", "download", "export_status", "color_by", "selected", "progress", "progress_poll",
+                 "first_view")
 
 
 def make(sub: str, aio_id: Any) -> dict[str, Any]:
@@ -50,3 +51,5 @@ class ids:  # noqa: N801 - the Dash All-in-One convention: ModelGraph.ids.graph(
     # how far a slow view change has got (progress.py): the text, and the interval that polls while it runs
     progress = staticmethod(lambda aio_id: make("progress", aio_id))
     progress_poll = staticmethod(lambda aio_id: make("progress_poll", aio_id))
+    # a one-shot interval: the page asks for a first view its constructor did not finish in time (firstview.py)
+    first_view = staticmethod(lambda aio_id: make("first_view", aio_id))

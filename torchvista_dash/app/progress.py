@@ -33,6 +33,7 @@ class _Request:
     started: float
     stage: str
     work: Hashable | None = None
+    show_after: float = SHOW_AFTER_S
 
 
 _lock = threading.Lock()
@@ -53,10 +54,11 @@ def _bound(d: OrderedDict) -> None:
 
 
 @contextmanager
-def request(key: str) -> Iterator[None]:
-    """Within the block, this thread's work is request ``key``'s (its stages and the views it waits for)."""
+def request(key: str, show_after: float = SHOW_AFTER_S) -> Iterator[None]:
+    """Within the block, this thread's work is request ``key``'s (its stages and the views it waits for);
+    ``show_after``: seconds before the page shows it (0 for work known to be slow)."""
     with _lock:
-        _requests[key] = _Request(time.monotonic(), "building the view")
+        _requests[key] = _Request(time.monotonic(), "building the view", show_after=show_after)
         _bound(_requests)
     token = _current.set(key)
     try:
@@ -117,13 +119,13 @@ def finished(work: Hashable) -> None:
 
 
 def text(key: str, now: float | None = None) -> str:
-    """What the page shows for request ``key``: empty until it has run ``SHOW_AFTER_S``, and once it ended."""
+    """What the page shows for request ``key``: empty until it has run its ``show_after``, and once it ended."""
     with _lock:
         req = _requests.get(key)
         if req is None:
             return ""
         elapsed = (time.monotonic() if now is None else now) - req.started
-        if elapsed < SHOW_AFTER_S:
+        if elapsed < req.show_after:
             return ""
         what = (_work.get(req.work) if req.work is not None else None) or req.stage
     return f"{what[:1].upper()}{what[1:]} ({elapsed:.1f} s)"

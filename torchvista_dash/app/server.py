@@ -12,6 +12,7 @@ import html as html_text
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -22,7 +23,7 @@ from dash import ALL, Input, Output, State, dcc, html
 from ..options import option_names, options_from_text, split_options
 from ..render import plotlyjs
 from ..traced import Trace
-from . import callbacks, firstpaint, guard, links, registry
+from . import callbacks, firstpaint, firstview, guard, links, registry, state
 from .component import ModelGraph
 from .details import error_text
 from .gallery import Gallery, demo_gallery
@@ -94,6 +95,10 @@ def _first_picture(query: dict[str, list[str]], traces: Sequence[Trace], gallery
         top = firstpaint.GRAPH_TOP_PX + (GALLERY_BAR_PX if gallery is not None else 0)
         names = option_names()
         view, draw = split_options({k: v for k, v in options.items() if k in names}, where="make_app")
+        spec, highlight = state.first_view(tid, view)
+        if not firstview.prepared(tid, spec, replace(draw, highlight=highlight if draw.highlight is None else draw.highlight),
+                                   figure=False):
+            return ""       # a slow first view: the page comes now, and shows how far its layout has got
         return firstpaint.first_picture_html(tid, view, draw, top_px=top, height=options.get("height", "72vh"))
     except Exception:   # the page itself reports what is wrong; the picture is only a head start
         return ""

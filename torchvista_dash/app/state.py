@@ -102,11 +102,14 @@ def figure_json(trace_id: str, spec: ViewSpec, draw: DrawOptions) -> dict[str, A
         graph = entry.trace.graph
         vg = visible(trace_id, spec)
         lay = layout_of(trace_id, spec, draw.rankdir)
-        progress.stage(f"drawing {len(vg.nodes):,} boxes")
         paint = paint_of(graph, vg, draw, entry.trace.paint(vg, draw.theme))
         fig = make_figure(graph, vg, lay, paint=paint, **draw.for_render())
         return fig.to_plotly_json()
 
+    if (spec, draw) not in entry.figures:
+        # said before the cache: a request waiting for another thread's drawing of this figure says so too
+        layout_of(trace_id, spec, draw.rankdir)
+        progress.stage(f"drawing {len(visible(trace_id, spec).nodes):,} boxes")
     return entry.figures.get((spec, draw), make)
 
 
