@@ -85,6 +85,37 @@ def test_details_of_a_call_list_its_heaviest_children() -> None:
     assert top.rsplit(".", 1)[-1] in text and "100.0 %" in text
 
 
+def test_heaviest_children_are_named_inside_the_call_not_by_their_last_part() -> None:
+    """A decoder's layers sit in a ModuleList (no call of its own): `layers.0`, not a bare `0`."""
+    from dash import html
+
+    from torchvista_dash.app import registry
+    from torchvista_dash.app.details import details
+    from torchvista_dash.demos import demo_trace
+
+    t = demo_trace("gpt")
+    tid = registry.register(t)
+    items = [li["props"]["children"] for li in _items(html.Div(details(tid, "mod:(root)")).to_plotly_json())]
+    assert items and any(i.startswith("blocks.0 (GPTBlock)") for i in items), items
+    assert not any(i[:1].isdigit() for i in items), items
+
+
+def _items(tree: object) -> list[dict]:
+    """The <li> elements of a Dash component tree (as plain JSON)."""
+    out: list[dict] = []
+    if isinstance(tree, dict):
+        if tree.get("type") == "Li":
+            out.append(tree)
+        for v in tree.values():
+            out += _items(v)
+    elif isinstance(tree, (list, tuple)):
+        for v in tree:
+            out += _items(v)
+    elif hasattr(tree, "to_plotly_json"):
+        out += _items(tree.to_plotly_json())
+    return out
+
+
 def test_show_with_color_by_serves_a_coloured_page(capsys: Any) -> None:
     import requests
 

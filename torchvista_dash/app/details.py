@@ -108,6 +108,11 @@ def _module(trace_id: str, call: ModuleCall) -> list:
     return out
 
 
+def _relative(qualname: str, parent: str) -> str:
+    """A child call's name inside ``parent``: ``layers.0`` in ``model``, not ``0`` (a ModuleList is no call)."""
+    return qualname[len(parent) + 1:] if parent and qualname.startswith(parent + ".") else qualname
+
+
 def _costs(trace_id: str, call: ModuleCall) -> list:
     """The call's totals (FLOPs, output bytes, time) with their shares, and its heaviest children."""
     graph = registry.get(trace_id).graph
@@ -118,7 +123,7 @@ def _costs(trace_id: str, call: ModuleCall) -> list:
     kids = heaviest_children(graph, call.id)
     if kids:
         out.append(html.Div("heaviest inside (FLOPs):", style={"marginTop": "6px"}))
-        out.append(html.Ol([html.Li(f"{q.rsplit('.', 1)[-1]} ({cls}): {human(v, 'flops')}, {100 * share:.0f} %",
+        out.append(html.Ol([html.Li(f"{_relative(q, call.qualname)} ({cls}): {human(v, 'flops')}, {100 * share:.0f} %",
                                     style=MONO) for q, cls, v, share in kids], className="tvd-heaviest"))
     return out
 
