@@ -21,7 +21,9 @@ from torch import nn
 
 from bench.dash_client import DashClient, find_store, output_of
 from torchvista_dash import trace_model
+from torchvista_dash.app import firstview
 from torchvista_dash.app.server import make_app
+from torchvista_dash.layout import dotpool
 
 TITLE_XSS = "</title><script>alert('title')</script><img src=x onerror=alert('title-img')>"
 CLASS_XSS = "<img src=x onerror=alert('class')>"
@@ -118,10 +120,12 @@ def test_serve_answers_for_an_allowed_host_name(tmp_path: Path) -> None:
 
 
 # ---- errors are said in the page, never a blank page or a silent HTTP 500 ---------------------------
-def _failing_dot(folder: Path) -> Path:
-    """A real program in dot's place that fails the way a broken Graphviz does."""
+def _failing_dot(folder: Path, read_input: bool = True) -> Path:
+    """A real program in dot's place that fails the way a broken Graphviz does (``read_input=False``: at once,
+    without reading its input, as a dot that cannot start)."""
     exe = folder / "dot"
-    exe.write_text("#!/bin/sh\ncat > /dev/null\necho 'Error: <stdin>: syntax error in line 1' >&2\nexit 1\n")
+    exe.write_text("#!/bin/sh\n" + ("cat > /dev/null\n" if read_input else "")
+                   + "echo 'Error: <stdin>: syntax error in line 1' >&2\nexit 1\n")
     exe.chmod(0o755)
     return exe
 
@@ -131,12 +135,40 @@ def _fresh_trace(width: int) -> Any:
 
 
 @pytest.mark.browser
-def test_a_layout_failure_on_the_first_page_is_shown_in_the_page(page: Any, tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TVD_DOT", str(_failing_dot(tmp_path)))
+def test_a_first_view_that_fails_after_the_page_came_says_so(page: Any, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first view not ready in time is asked for by the page (firstview.py); when its layout fails, the page
+    says why, and the placeholder stops saying it is being laid out."""
+    monkeypatch.setenv("TVD_DOT", str(_failing_dot(tmp_path, read_input=False)))
+    monkeypatch.setenv("TVD_DOT_TIMEOUT", "10")
+    monkeypatch.setattr(firstview, "WAIT_S", 0.0)       # every first view is left to the page
     from torchvista_dash import layout as layout_mod
 
+    dotpool.shut_down()
+    layout_mod.clear_cache()
+    srv = start(make_app([_fresh_trace(16)], first_picture=False))
+    try:
+        page.goto(srv.url)
+        page.wait_for_selector(".tvd-app-error", timeout=30_000)
+        assert "syntax error in line 1" in page.inner_text("#tvd-page")
+        page.wait_for_function("() => [...document.querySelectorAll('.annotation-text')].some("
+                               "a => a.textContent.includes('could not be drawn'))", timeout=10_000)
+    finally:
+        srv.stop()
+        dotpool.shut_down()
+
+
+@pytest.mark.browser
+def test_a_layout_failure_on_the_first_page_is_shown_in_the_page(page: Any, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # a dot that fails at once: one reading until its input ends would wait out the dot pool's probe of each new
+    # process (10 s a layout), as no real dot does
+    monkeypatch.setenv("TVD_DOT", str(_failing_dot(tmp_path, read_input=False)))
+    from torchvista_dash import layout as layout_mod
+
+    dotpool.shut_down()
     layout_mod.clear_cache()     # pieces are cached by structure: a model like one laid out before needs no dot
+    monkeypatch.setattr(firstview, "WAIT_S", 60.0)    # the page's layout waits for the failure however slow dot is
     srv = start(make_app([_fresh_trace(13)]))
     try:
         layout = requests.get(srv.url + "_dash-layout", headers={"Referer": srv.url}, timeout=60)

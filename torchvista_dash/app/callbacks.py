@@ -22,7 +22,7 @@ from .. import view as view_mod
 from ..options import depth_from_text
 from ..render.style import get_theme
 from ..view_types import ViewSpec
-from . import progress, registry, state, zoom
+from . import firstview, progress, registry, state, zoom
 from .details import details, error_text, selection
 from .ids import ids
 from .search import browse, search
@@ -243,10 +243,21 @@ def _message(exc: Exception) -> str:
 def _view_error(exc: Exception) -> tuple[Any, ...]:
     """``update_view``'s answer when it raised: the message in the notes line, the search box emptied as
     after any search, nothing else changed."""
-    searched = (isinstance(ctx.triggered_id, dict) and ctx.triggered_id.get("subcomponent") == "search"
-                and bool(ctx.triggered and ctx.triggered[0].get("value")))
-    return (no_update, no_update, error_text(_message(exc), className="tvd-app-error"), no_update, no_update,
+    sub = ctx.triggered_id.get("subcomponent") if isinstance(ctx.triggered_id, dict) else None
+    searched = sub == "search" and bool(ctx.triggered and ctx.triggered[0].get("value"))
+    # a first view left to the page (firstview.py) failed: its placeholder stops saying it is being laid out
+    figure = firstview.placeholder_figure(_store_theme(), "This view could not be drawn: see the message above.") \
+        if sub == "first_view" else no_update
+    return (figure, no_update, error_text(_message(exc), className="tvd-app-error"), no_update, no_update,
             no_update, None if searched else no_update)
+
+
+def _store_theme() -> str:
+    """The theme of the ModelGraph whose callback runs (from its store, as the callback was sent it)."""
+    for key, value in (ctx.states or {}).items():
+        if '"store"' in key and isinstance(value, dict) and value.get("theme") in ("light", "dark"):
+            return str(value["theme"])
+    return "light"
 
 
 def _details_error(exc: Exception) -> tuple[Any, ...]:

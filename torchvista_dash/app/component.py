@@ -107,8 +107,8 @@ class ModelGraph(html.Div):
             figure = state.figure_with_ranges(tid, spec, draw, ranges)
             state.precompute_neighbours(tid, spec, draw)
         else:
-            ranges, figure = firstview.PENDING_RANGES, firstview.placeholder_figure(draw.theme, graph.model_name
-                                                                                    or "the model")
+            ranges = firstview.PENDING_RANGES
+            figure = firstview.placeholder_figure(draw.theme, f"Laying out {graph.model_name or 'the model'}…")
         store = {"trace": tid, **state.spec_to_store(spec), **state.draw_to_store(draw),
                  "ranges": ranges, "relayout": None, "sent": [ranges], **({} if ready else {"pending": True})}
         theme, rankdir, fold_repeats, show_params = draw.theme, draw.rankdir, view.fold_repeats, view.show_params

@@ -6,8 +6,8 @@ of a big model that is seconds, during which the browser shows nothing at all. S
 of its own (one per view, however many ask), and whoever asks waits at most ``WAIT_S``. If it is not done by
 then, the ModelGraph starts with a placeholder and a one-shot ``dcc.Interval`` that makes the page ask for the
 view through the view callback, whose ``running=`` shows its progress like any slow view change (progress.py);
-that request finds the thread's work in the caches and waits for it. A view that fails in the thread is made
-again by the request, which reports the error as before.
+that request finds the thread's work in the caches and waits for it. A view that fails in the thread raises
+its error to the one who asked, who reports it as before.
 """
 
 from __future__ import annotations
@@ -34,14 +34,15 @@ class _Preparation:
     def __init__(self) -> None:
         self.laid_out = threading.Event()
         self.done = threading.Event()
+        self.error: Exception | None = None
 
     def run(self, trace_id: str, spec: ViewSpec, draw: DrawOptions) -> None:
         try:
             state.layout_of(trace_id, spec, draw.rankdir)
             self.laid_out.set()
             state.figure_json(trace_id, spec, draw)
-        except Exception:    # the page's own request makes it again and shows the error
-            pass
+        except Exception as exc:    # raised to the one who asks (prepared), who reports it as ever
+            self.error = exc
         finally:
             self.laid_out.set()
             self.done.set()
@@ -51,10 +52,11 @@ _lock = threading.Lock()
 _preparations: OrderedDict[Hashable, _Preparation] = OrderedDict()
 
 
-def prepared(trace_id: str, spec: ViewSpec, draw: DrawOptions, wait_s: float = WAIT_S, *,
+def prepared(trace_id: str, spec: ViewSpec, draw: DrawOptions, wait_s: float | None = None, *,
              figure: bool = True) -> bool:
-    """Whether the view's figure (``figure=False``: only its layout) is ready within ``wait_s``; if not, it goes on
-    being made in the background for the request that will ask for it."""
+    """Whether the view's figure (``figure=False``: only its layout) is ready within ``wait_s`` (default
+    ``WAIT_S``); if not, it goes on being made in the background for the request that will ask for it."""
+    wait_s = WAIT_S if wait_s is None else wait_s
     key = (trace_id, spec, draw)
     with _lock:
         if _cached(trace_id, spec, draw, figure):
@@ -67,7 +69,13 @@ def prepared(trace_id: str, spec: ViewSpec, draw: DrawOptions, wait_s: float = W
                 _preparations.popitem(last=False)
             threading.Thread(target=prep.run, args=(trace_id, spec, draw), name="tvd-first-view",
                              daemon=True).start()
-    return (prep.done if figure else prep.laid_out).wait(wait_s)
+    ready = (prep.done if figure else prep.laid_out).wait(wait_s)
+    if ready and prep.error is not None:
+        with _lock:                          # reported once; whoever asks next tries again
+            if _preparations.get(key) is prep:
+                del _preparations[key]
+        raise prep.error
+    return ready
 
 
 def _cached(trace_id: str, spec: ViewSpec, draw: DrawOptions, figure: bool) -> bool:
@@ -75,13 +83,13 @@ def _cached(trace_id: str, spec: ViewSpec, draw: DrawOptions, figure: bool) -> b
     return (spec, draw) in entry.figures if figure else (spec, draw.rankdir) in entry.layouts
 
 
-def placeholder_figure(theme: str, graph_name: str) -> dict[str, Any]:
-    """What the plot shows while its first view is laid out: the theme's background and one line of text (the
-    progress line under the toolbar says how far it got)."""
+def placeholder_figure(theme: str, text: str) -> dict[str, Any]:
+    """What the plot shows while its first view is laid out (``text``: "Laying out GPT2Model…"; the progress
+    line under the toolbar says how far it got), or when that failed: the theme's background and one line."""
     colours = get_theme(theme).page_style()
     axis = {"visible": False, "range": [0.0, 1.0], "fixedrange": True}
     return {"data": [], "layout": {
         "xaxis": axis, "yaxis": axis, "margin": {"l": 0, "r": 0, "t": 0, "b": 0},
         "paper_bgcolor": colours["background"], "plot_bgcolor": colours["background"],
-        "annotations": [{"text": f"Laying out {graph_name}…", "showarrow": False, "x": 0.5, "y": 0.5,
+        "annotations": [{"text": text, "showarrow": False, "x": 0.5, "y": 0.5,
                          "xref": "paper", "yref": "paper", "font": {"color": colours["color"], "size": 14}}]}}
