@@ -43,16 +43,21 @@ def feed():
         p.stdin.flush()
     p.stdin.close()
 threading.Thread(target=feed, daemon=True).start()
+gate = os.environ.get("TVD_TEST_DOT_GATE")   # a file: graphs (but each process's first, the pool's probe) wait for it
 buf = b""
+sent = 0
 while True:
     chunk = os.read(p.stdout.fileno(), 65536)
     if not chunk:
         break
     buf += chunk
     while (i := buf.find(b"\\n}\\n")) >= 0:       # one laid-out graph: held back, then passed on
+        while gate and sent and not os.path.exists(gate):
+            time.sleep(0.05)
         time.sleep(delay)
         os.write(1, buf[:i + 3])
         buf = buf[i + 3:]
+        sent += 1
 os.write(1, buf)
 sys.exit(p.wait())
 """
@@ -181,9 +186,6 @@ def test_progress_text_waits_then_names_the_work() -> None:
     assert progress.text(key) == "" and progress.in_flight() == 0
 
 
-FIRST_VIEW_DOT_DELAY = "0.5"    # per laid-out graph: the first view takes seconds, longer than a page load
-
-
 def _walk(component: Any) -> Any:
     yield component
     children = getattr(component, "children", None)
@@ -217,6 +219,19 @@ def _watch_first_view(page: Any, aio_id: str, header: str, timeout_s: float = 12
     raise AssertionError(f"{header} was never drawn; progress seen: {seen[-3:]}")
 
 
+def _wait_progress(page: Any, aio_id: str, timeout_s: float = 60) -> str:
+    """The first progress line the page shows."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        txt = page.evaluate("(d) => { const e = document.getElementById(d); "
+                            "return e && getComputedStyle(e).display !== 'none' ? e.innerText : ''; }",
+                            graph_dom_id(aio_id, "progress"))
+        if txt:
+            return str(txt)
+        time.sleep(0.05)
+    raise AssertionError("the page never showed progress while its first view was laid out")
+
+
 def _modules_counted(seen: list[str]) -> None:
     assert any(re.search(r"laying out modules: \d+ of \d+", s, re.I) for s in seen), seen
     counts = [tuple(map(int, m.groups())) for s in seen if (m := re.search(r"(\d+) of (\d+)", s))]
@@ -233,7 +248,8 @@ def test_a_slow_first_view_in_a_users_app_shows_progress_then_the_graph(page: An
     state.precomputer.wait_idle(60)      # nothing left from an earlier test lays these pieces out meanwhile
     dotpool.shut_down()
     layout.clear_cache()
-    monkeypatch.setenv("TVD_TEST_DOT_DELAY", FIRST_VIEW_DOT_DELAY)   # seconds of layout while the page loads
+    gate = Path(slow_dot).parent / "gate"
+    monkeypatch.setenv("TVD_TEST_DOT_GATE", str(gate))    # the layout waits until the page is up (below)
     app = Dash(__name__)
     made: list[Any] = []
 
@@ -245,9 +261,10 @@ def test_a_slow_first_view_in_a_users_app_shows_progress_then_the_graph(page: An
     srv = start(app)
     try:
         page.goto(srv.url)
+        first = _wait_progress(page, "slow")       # the page is up while the layout has not moved on: it says so
+        gate.touch()
         seen, _ = _watch_first_view(page, "slow", "mod:stages.9")
-        assert seen, "no progress was shown while the first view laid out"
-        _modules_counted(seen)
+        _modules_counted([first, *seen])
         # the page's ModelGraph went without its figure: a placeholder that names the model
         plot = next(c for c in _walk(made[0]) if getattr(c, "id", None) == ModelGraph.ids.graph("slow"))
         assert [a["text"] for a in plot.figure["layout"]["annotations"]] == ["Laying out Slow…"]
@@ -287,18 +304,20 @@ def test_serve_of_a_slow_first_view_sends_the_page_at_once_and_shows_progress(pa
     from support_app import served_url
 
     (tmp_path / "tvd_slow_models.py").write_text(SLOW_MODEL)
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TVD_TEST_DOT_DELAY": FIRST_VIEW_DOT_DELAY,
+    gate = tmp_path / "gate"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TVD_TEST_DOT_GATE": str(gate),
            "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent), str(Path(__file__).parent)])}
     proc = subprocess.Popen([sys.executable, "-m", "torchvista_dash", "serve", "tvd_slow_models:slow", "--depth", "-1",
                              "--port", "0"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
         url = served_url(proc)
-        page.goto(url)
+        page.goto(url)                             # the server is laying out the first view (its warm-up)
         assert "tvd-first-picture" not in page.content()
+        first = _wait_progress(page, "main")
+        gate.touch()
         seen, _ = _watch_first_view(page, "main", "mod:stages.9")
-        assert seen, "no progress was shown while the first view laid out"
-        _modules_counted(seen)
+        _modules_counted([first, *seen])
     finally:
         proc.terminate()
         proc.communicate(timeout=20)
