@@ -49,6 +49,28 @@ _GD = """(domId) => {
 }"""
 
 
+_PICTURE = """async (a) => {
+  const host = a[0] === null ? document : document.getElementById(a[0]);
+  const gd = host.classList && host.classList.contains('js-plotly-plot') ? host : host.querySelector('.js-plotly-plot');
+  const src = gd.layout.images[a[1]].source;
+  if (src.startsWith('data:')) return new TextDecoder().decode(Uint8Array.from(atob(src.split(',')[1]), c => c.charCodeAt(0)));
+  return await (await fetch(src)).text();
+}"""
+
+
+def figure_picture(page: Any, aio_id: str | None = None, index: int = 0) -> str:
+    """The SVG text of the browser's figure's layout image ``index`` (of the ModelGraph ``aio_id``; None: the
+    page's first plot), whether its source is a data URI or the URL of the app's picture route."""
+    return str(page.evaluate(_PICTURE, [None if aio_id is None else graph_dom_id(aio_id), index]))
+
+
+def without_page_scripts(page: Any) -> None:
+    """Refuse every script the page loads (Dash's, plotly's), so the page stays at what its HTML paints (the
+    first picture) while the test's own page.evaluate still runs."""
+    page.route("**/*", lambda route: route.abort() if route.request.resource_type == "script"
+               else route.continue_())
+
+
 def wait_drawn(page: Any, aio_id: str) -> None:
     page.wait_for_function(f"(d) => {{ const gd = ({_GD})(d); return gd && gd._fullData && gd._fullData.length > 0 "
                            "&& gd.querySelector('.imagelayer image') && gd.querySelector('.barlayer .trace'); }",

@@ -12,44 +12,60 @@ from typing import Any
 
 from support_app import _GD
 
-_LABELS = f"""async (domId) => {{
-  const gd = ({_GD})(domId);
+# the labels a set of images (plotly's <image> tiles, or the first picture's <img>s) draws, in page pixels, and the
+# plot area
+_IMAGES_LABELS = """async (imgs, plotArea) => {
   let f = document.getElementById('tvd-test-replica');
-  if (!f) {{
+  if (!f) {
     f = document.createElement('iframe'); f.id = 'tvd-test-replica';
     f.style.cssText = 'position:absolute;left:0;top:0;border:0;visibility:hidden;pointer-events:none';
     document.body.appendChild(f);
-  }}
+  }
   const out = [], seen = new Map(); let scale = null;
-  for (const img of gd.querySelectorAll('.imagelayer image')) {{
+  for (const img of imgs) {
     const r = img.getBoundingClientRect();
-    const href = img.getAttribute('href') || img.getAttribute('xlink:href');
+    // a data URI (a standalone figure) or the URL of the app's picture route (app/pictures.py)
+    const href = img.getAttribute('src') || img.getAttribute('href') || img.getAttribute('xlink:href');
     const svg = await (await fetch(href)).text();
     f.style.width = r.width + 'px'; f.style.height = r.height + 'px';
-    const loaded = new Promise(ok => {{ f.onload = ok; }});
+    const loaded = new Promise(ok => { f.onload = ok; });
     f.srcdoc = '<html><body style="margin:0;overflow:hidden">'
       + svg.replace('<svg ', '<svg style="display:block;width:100%;height:100%" ') + '</body></html>';
     await loaded;
     const doc = f.contentDocument;
     const vb = doc.querySelector('svg').viewBox.baseVal;
     scale = r.width / vb.width;
-    for (const t of doc.querySelectorAll('text')) {{
+    for (const t of doc.querySelectorAll('text')) {
       if (doc.defaultView.getComputedStyle(t).display === 'none') continue;
       const b = t.getBoundingClientRect();
       if (b.width === 0 && b.height === 0) continue;
-      const l = {{text: t.textContent, cls: t.getAttribute('class') || '',
+      const l = {text: t.textContent, cls: t.getAttribute('class') || '',
                  x0: b.left + r.left, x1: b.right + r.left, y0: b.top + r.top, y1: b.bottom + r.top,
-                 size: parseFloat(doc.defaultView.getComputedStyle(t).fontSize) * scale}};
+                 size: parseFloat(doc.defaultView.getComputedStyle(t).fontSize) * scale};
       // a label near a tile's border is drawn by both tiles, in the same place (to a pixel's rounding of
       // each replica's size): one label
       const key = l.text + '|' + l.cls, same = seen.get(key) || [];
       if (same.some(o => Math.abs(o.x0 - l.x0) < 2 && Math.abs(o.y0 - l.y0) < 2)) continue;
       same.push(l); seen.set(key, same); out.push(l);
-    }}
-  }}
-  const pr = gd.querySelector('.nsewdrag').getBoundingClientRect();
-  return {{labels: out, scale, images: gd.querySelectorAll('.imagelayer image').length,
-           plot: {{x0: pr.left, x1: pr.right, y0: pr.top, y1: pr.bottom}}}};
+    }
+  }
+  const pr = plotArea.getBoundingClientRect();
+  return {labels: out, scale, images: imgs.length, plot: {x0: pr.left, x1: pr.right, y0: pr.top, y1: pr.bottom}};
+}"""
+
+_LABELS = f"""async (domId) => {{
+  const gd = ({_GD})(domId);
+  return await ({_IMAGES_LABELS})(Array.from(gd.querySelectorAll('.imagelayer image')), gd.querySelector('.nsewdrag'));
+}}"""
+
+# the first picture's images: those the browser has loaded (a lazy one far off screen is not drawn yet)
+_FIRST_LABELS = f"""async (sel) => {{
+  const imgs = Array.from(document.querySelectorAll(sel + ' img'));
+  const deadline = Date.now() + 20000;
+  while (imgs.some(i => i.loading !== 'lazy' && !i.complete) && Date.now() < deadline)
+    await new Promise(ok => setTimeout(ok, 50));
+  return await ({_IMAGES_LABELS})(imgs.filter(i => i.complete && i.naturalWidth > 0),
+                                  document.querySelector(sel + ' .tvd-plot'));
 }}"""
 
 _BOXES = f"""(a) => {{
@@ -66,6 +82,12 @@ def drawn_labels(page: Any, dom_id: str) -> dict[str, Any]:
     plot area}``: every label the picture of the graph in element ``dom_id`` draws at the current zoom (all its
     tiles: on screen or not), boxes in page pixels, ``size`` the drawn font size in px."""
     return page.evaluate(_LABELS, dom_id)
+
+
+def first_picture_labels(page: Any, picture_selector: str) -> dict[str, Any]:
+    """``drawn_labels`` of the page's first picture (firstpaint.py: ``<img>``s in its plot area), as painted
+    before Dash has drawn (the page's scripts must run for the reading, so a test keeps Dash's from loading)."""
+    return page.evaluate(_FIRST_LABELS, picture_selector)
 
 
 def target_boxes(page: Any, dom_id: str, trace_name: str = "nodes:labels") -> list[dict[str, Any]]:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
 import pytest
-from support_app import click_id, css_id, graph_dom_id, start, wait_drawn, wait_settled
+from support_app import click_id, css_id, figure_picture, graph_dom_id, start, wait_drawn, wait_settled
 
 from torchvista_dash import compare, trace_model
 from torchvista_dash.app.server import make_app
@@ -31,9 +30,7 @@ def test_colour_by_flops_from_the_menu_and_details_list_the_heaviest(page: Any, 
     page.get_by_text("colour by: FLOPs", exact=True).click()
     page.wait_for_function("(d) => document.getElementById(d).querySelector('.js-plotly-plot').data"
                            ".some(t => t.name === 'colorbar')", arg=graph_dom_id(G), timeout=20_000)
-    src = page.evaluate("(d) => document.getElementById(d).querySelector('.js-plotly-plot').layout.images[0].source",
-                        graph_dom_id(G))
-    svg = base64.b64decode(src.split(",", 1)[1]).decode("utf-8")
+    svg = figure_picture(page, G)
     assert any(f"fill:{c};" in svg for c in step_colours())       # the picture's boxes are painted by FLOPs
     # time was not measured for the demo: its entry is there but disabled
     page.click(css_id(G, "color_by"))
@@ -60,8 +57,7 @@ def test_served_diff_draws_the_added_block(page: Any) -> None:
         page.goto(srv.url)
         page.wait_for_function("() => { const gd = document.querySelector('.js-plotly-plot');"
                                " return gd && gd._fullData && gd._fullData.length > 0; }", timeout=20_000)
-        src = page.evaluate("() => document.querySelector('.js-plotly-plot').layout.images[0].source")
-        svg = base64.b64decode(src.split(",", 1)[1]).decode("utf-8")
+        svg = figure_picture(page)
         assert "stroke:#2f9e44" in svg
         assert "diff: +12 added" in page.inner_text("body")
     finally:

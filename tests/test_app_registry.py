@@ -75,7 +75,7 @@ def test_the_registry_keeps_the_most_recent_traces_and_frees_their_caches(monkey
     kept = registry.register(demo_trace("mlp"), keep=True)     # a server's own trace: never evicted
     t6, t7, t8, t9 = (_small_trace(w) for w in (6, 7, 8, 9))
     id6, id7 = registry.register(t6), registry.register(t7)
-    state.figure_json(id6, state.initial_spec(id6), DrawOptions())
+    state.drawn_figure(id6, state.initial_spec(id6), DrawOptions())
     freed = weakref.ref(registry.entry(id6))                  # a use: t6 is now more recent than t7
     id8 = registry.register(t8)                               # over the cap: the least recently used goes
     with pytest.raises(registry.UnknownTrace, match="show the trace again"):

@@ -24,7 +24,7 @@ def current_figure(data: dict[str, Any]) -> dict[str, Any]:
     spec = state.spec_from_store(data)
     draw = state.draw_from_store(data)
     ranges = state.full_ranges(state.layout_of(tid, spec, draw.rankdir))
-    return state.figure_with_ranges(tid, spec, draw, ranges)
+    return state.figure_with_ranges(tid, spec, draw, ranges, standalone=True)   # the file stands alone
 
 
 def static_image(data: dict[str, Any], fmt: str) -> bytes:

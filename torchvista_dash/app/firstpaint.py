@@ -1,93 +1,101 @@
-"""The first picture: a page's initial view, drawn on the server as SVG and sent inside the page's HTML.
+"""The first picture: a page's initial view, painted from the page's HTML before Dash's scripts have run.
 
 A Dash page draws nothing until its scripts have run, the renderer has fetched the layout and React has
 mounted: about half a second on a cold browser cache, a floor of Dash's own (bench/bench_dash_floor.py).
-The browser paints this picture as soon as the HTML arrives. It is the same geometry and colours as the
-plotly figure (Graphviz draws the cached Layout, render/static.py), sits where the graph will be, and a CSS
-rule hides it once plotly has drawn. It needs no JavaScript, and it takes no clicks (``pointer-events:
+The page's HTML carries the first view's own pictures (the figure's layout images, render/picture.py) as
+``<img>`` elements of their URLs on the picture route (pictures.py): the browser fetches them at once, beside
+Dash's scripts, and paints them where plotly will draw them, at the scale the figure starts at. The HTML grows
+by a few hundred bytes whatever the view's size, and plotly then draws the same URLs from the browser's memory
+cache. A CSS rule hides the picture once plotly has drawn. No JavaScript; it takes no clicks (``pointer-events:
 none``): the graph becomes interactive when plotly has drawn, as before.
+
+Where each image goes is worked out by CSS from the plot's size, which the server does not know: the plot area
+is a size container, and an image's scale is ``min(plot width / x range, plot height / y range)`` (plotly's
+equal-aspect axes widen the range that has room to spare, about the centre), so its left, top, width and height
+are ``calc()``s of the container's ``cqw``/``cqh``. Inside each image its SVG sees the size it is drawn at, so
+its level of detail is the figure's.
 """
 
 from __future__ import annotations
 
 import html
-import re
 from dataclasses import replace
+from typing import Any
 
 from ..options import DEFAULT_DRAW, DEFAULT_VIEW, DrawOptions, ViewOptions
-from ..pipeline import paint_of
-from ..render.figure import start_window
-from ..render.static import static_image
 from ..render.style import get_theme
-from ..view_types import ViewSpec
 from . import registry, state
 
 PICTURE_ID = "tvd-first-picture"
-# Bigger pictures (about 400 boxes and more) would slow the page they are meant to speed up: it has to parse
-# them before it runs Dash's scripts. Such pages draw as before, when plotly is ready.
-MAX_PICTURE_BYTES = 600_000
-_COMMENTS_AND_TITLES = re.compile(r"<!--.*?-->|<title>.*?</title>", re.S)
-# Graphviz draws layout point (x, y) at SVG (x + tx, ty - y) inside this group (pad and y flip)
-_TRANSLATE = re.compile(r'<g id="graph0"[^>]*translate\(([-\d.]+) ([-\d.]+)\)')
 GRAPH_TOP_PX = 130      # a ModelGraph's header, notes and two toolbar rows, above its plot (default fonts)
+_X_ANCHOR = {"left": 0.0, "center": 0.5, "right": 1.0}
+_Y_ANCHOR = {"top": 0.0, "middle": 0.5, "bottom": 1.0}
+_FIT = {"stretch": "fill", "contain": "contain", "fill": "cover"}
 
 # Hidden as soon as any plotly graph on the page has drawn (plotly's main-svg appears in the same frame).
 STYLE = f"""<style>
 #{PICTURE_ID} {{position: absolute; top: 0; left: 0; right: 0; min-height: 100vh; z-index: 5;
   pointer-events: none; padding: 8px; box-sizing: border-box; font: 14px system-ui, sans-serif;}}
-#{PICTURE_ID} .tvd-picture {{width: calc(100% - 366px); margin-left: 8px;}}
+#{PICTURE_ID} .tvd-picture {{width: calc(100% - 366px); margin-left: 8px; position: relative;}}
+#{PICTURE_ID} .tvd-plot {{position: absolute; overflow: hidden; container-type: size;}}
+#{PICTURE_ID} .tvd-plot img {{position: absolute; max-width: none; max-height: none;}}
 #{PICTURE_ID} .tvd-picture-head {{position: absolute; top: 8px; left: 8px;}}
 body:has(.js-plotly-plot .main-svg) #{PICTURE_ID} {{display: none;}}
 </style>"""
 
 
-def picture_svg(trace_id: str, spec: ViewSpec, draw: DrawOptions) -> bytes:
-    """The view drawn by Graphviz from the cached layout, as the SVG export draws it (cached in the trace's
-    registry entry)."""
-    entry = registry.entry(trace_id)
+def _n(v: float) -> str:
+    return f"{v:.3f}".rstrip("0").rstrip(".")
 
-    def make() -> bytes:
-        trace = entry.trace
-        vg = state.visible(trace_id, spec)
-        return static_image(trace.graph, vg, state.layout_of(trace_id, spec, draw.rankdir), "svg", draw.theme,
-                            highlight=draw.highlight, paint=paint_of(trace.graph, vg, draw, trace.paint(vg, draw.theme)))
 
-    return entry.pictures.get((spec, draw), make)
+def images_html(figure: dict[str, Any]) -> str | None:
+    """``<img>`` elements placing the figure's data-coordinate layout images as plotly will draw them, inside a
+    plot area that is a CSS size container; None when an image is not a URL (a data URI would bloat the page)."""
+    lay = figure.get("layout", {})
+    (x0, x1), (y0, y1) = lay["xaxis"]["range"], lay["yaxis"]["range"]
+    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+    scale = f"min(calc(100cqw / {_n(max(x1 - x0, 1e-6))}), calc(100cqh / {_n(max(y1 - y0, 1e-6))}))"
+    out = []
+    for im in lay.get("images", ()):
+        if im.get("visible") is False or im.get("xref") != "x" or im.get("yref") != "y":
+            continue
+        src = im.get("source")
+        if not isinstance(src, str) or src.startswith("data:"):
+            return None
+        w, h = float(im["sizex"]), float(im["sizey"])
+        left = float(im["x"]) - w * _X_ANCHOR.get(im.get("xanchor", "left"), 0.0)
+        top = float(im["y"]) + h * _Y_ANCHOR.get(im.get("yanchor", "top"), 0.0)
+        style = (f"left: calc(50cqw + {scale} * {_n(left - cx)}); top: calc(50cqh + {scale} * {_n(cy - top)}); "
+                 f"width: calc({scale} * {_n(w)}); height: calc({scale} * {_n(h)}); "
+                 f"object-fit: {_FIT.get(im.get('sizing', 'contain'), 'contain')};")
+        if im.get("opacity") is not None:
+            style += f" opacity: {_n(float(im['opacity']))};"
+        out.append(f'<img src="{html.escape(src)}" alt="" fetchpriority="high" elementtiming="{PICTURE_ID}" '
+                   f'style="{style}">')
+    return "".join(out)
 
 
 def first_picture_html(trace_id: str, view: ViewOptions = DEFAULT_VIEW, draw: DrawOptions = DEFAULT_DRAW, *,
                        height: str = "72vh", top_px: int = GRAPH_TOP_PX) -> str:
     """The overlay (style, picture, model name) for the view a ModelGraph with these options draws first; ""
-    when the picture would be too big to be worth sending. ``top_px``: where the ModelGraph's plot starts
-    on the page, so the picture sits where the graph will be drawn."""
+    when its pictures cannot be referenced by URL (outside a request of an app serving the picture route).
+    ``top_px``: where the ModelGraph's plot starts on the page, so the picture sits where the graph will be."""
     spec, highlight = state.first_view(trace_id, view)
     draw = replace(draw, highlight=highlight if draw.highlight is None else draw.highlight)
-    svg = picture_svg(trace_id, spec, draw)
+    ranges = state.start_ranges(state.layout_of(trace_id, spec, draw.rankdir))
+    figure = state.figure_with_ranges(trace_id, spec, draw, ranges)     # what the ModelGraph starts with
+    body = images_html(figure)
+    if body is None:
+        return ""
+    margin = {"l": 0, "r": 0, "t": 0, "b": 0, **figure["layout"].get("margin", {})}
     graph = registry.get(trace_id).graph
     colours = get_theme(draw.theme).page_style()
     page = f"background: {colours['background']}; color: {colours['color']};"
-    # the SVG inline (an <img> of it would wait for an image decode behind Dash's scripts), scaled to fit,
-    # without Graphviz's comments and tooltips
-    body = _COMMENTS_AND_TITLES.sub("", svg.decode("utf-8"))
-    body = body[body.index("<svg"):]
-    if len(body) > MAX_PICTURE_BYTES:
-        return ""
-    head_end = body.index(">")
-    tag = re.sub(r'\s(width|height)="[^"]*"', "", body[:head_end])
-    align = "xMidYMid"
-    window = start_window(state.layout_of(trace_id, spec, draw.rankdir))
-    shift = _TRANSLATE.search(body)
-    if window is not None and shift is not None:     # the window the figure starts at, not the whole view
-        tx, ty = float(shift.group(1)), float(shift.group(2))
-        x0, y0, x1, y1 = window
-        tag = re.sub(r'\sviewBox="[^"]*"', f' viewBox="{x0 + tx:.1f} {ty - y1:.1f} {x1 - x0:.1f} {y1 - y0:.1f}"', tag)
-        align = "xMidYMin"
-    body = f'{tag} width="100%" height="100%" preserveAspectRatio="{align} meet"' + body[head_end:]
+    plot = f"left: {int(margin['l'])}px; right: {int(margin['r'])}px; top: {int(margin['t'])}px; bottom: {int(margin['b'])}px;"
     name = html.escape(graph.model_name or "model")
-    # The header line comes after the picture in the page (CSS puts it on top), so when it is painted the
-    # whole picture has been parsed: its element timing is the picture's first paint (bench/bench_app.py).
     return (f'{STYLE}<div id="{PICTURE_ID}" style="{page}" aria-hidden="true">'
-            f'<div class="tvd-picture" style="height: {html.escape(height)}; margin-top: {int(top_px)}px;">{body}</div>'
-            f'<div class="tvd-picture-head" elementtiming="{PICTURE_ID}"><b>{name}</b> · '
+            f'<div class="tvd-picture" style="height: {html.escape(height)}; margin-top: {int(top_px)}px;">'
+            f'<div class="tvd-plot" style="{plot}">{body}</div></div>'
+            f'<div class="tvd-picture-head"><b>{name}</b> · '
             f"{graph.total_params:,} parameters · {graph.op_count:,} ops · loading the interactive view…</div>"
             "</div>")

@@ -40,7 +40,7 @@ class _Preparation:
         try:
             state.layout_of(trace_id, spec, draw.rankdir)
             self.laid_out.set()
-            state.figure_json(trace_id, spec, draw)
+            state.drawn_figure(trace_id, spec, draw)
         except Exception as exc:    # raised to the one who asks (prepared), who reports it as ever
             self.error = exc
         finally:

@@ -96,12 +96,23 @@ MAX_PICTURE_BYTES = 3_000_000   # a bigger saved picture is left out of the note
 
 
 def static_picture(trace: Trace, view: ViewOptions = DEFAULT_VIEW, draw: DrawOptions = DEFAULT_DRAW) -> str | None:
-    """The first view as an SVG, drawn by the static export from the same layout; None when too big."""
-    from . import firstpaint, state
+    """The first view as an SVG drawn by Graphviz from the same layout (the static export, which needs no
+    browser to show it: a saved notebook carries it); None when too big. Cached in the trace's registry entry."""
+    from ..pipeline import paint_of
+    from ..render.static import static_image
+    from . import state
 
     tid = registry.register(trace)
     spec, highlight = state.first_view(tid, view)
-    svg = firstpaint.picture_svg(tid, spec, draw if draw.highlight is not None else replace(draw, highlight=highlight))
+    draw = draw if draw.highlight is not None else replace(draw, highlight=highlight)
+    entry = registry.entry(tid)
+
+    def make() -> bytes:
+        vg = state.visible(tid, spec)
+        return static_image(trace.graph, vg, state.layout_of(tid, spec, draw.rankdir), "svg", draw.theme,
+                            highlight=draw.highlight, paint=paint_of(trace.graph, vg, draw, trace.paint(vg, draw.theme)))
+
+    svg = entry.pictures.get((spec, draw), make)
     return svg.decode("utf-8") if len(svg) <= MAX_PICTURE_BYTES else None
 
 

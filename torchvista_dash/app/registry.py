@@ -21,11 +21,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..options import DrawOptions
     from ..traced import Trace
     from ..view_types import ViewSpec, VisibleGraph
+    from .pictures import Drawn
 
 MAX_TRACES = 32               # registered traces kept (besides those an app was started with)
 MAX_TRACES_ENV = "TVD_MAX_TRACES"
 # per trace: a view, its layout and its figure for about the last 48 views (a figure of a few hundred boxes is
-# ~0.3-1 MB of JSON-able dicts), pictures only for first views
+# ~0.3-1 MB of JSON-able dicts besides its gzipped picture, pictures.py), notebook pictures only for first views
 VIEWS, LAYOUTS, FIGURES, PICTURES, FACTS = 96, 64, 48, 8, 8
 
 FigureKey = tuple["ViewSpec", "DrawOptions"]      # what a figure or picture depends on
@@ -38,7 +39,7 @@ class Entry:
         self.trace = trace
         self.views: Cache[ViewSpec, VisibleGraph] = Cache(VIEWS)
         self.layouts: Cache[tuple[ViewSpec, str], Layout] = Cache(LAYOUTS)
-        self.figures: Cache[FigureKey, dict[str, Any]] = Cache(FIGURES)
+        self.figures: Cache[FigureKey, Drawn] = Cache(FIGURES)
         self.pictures: Cache[FigureKey, bytes] = Cache(PICTURES)
         self.facts: Cache[str, Any] = Cache(FACTS)      # per-trace tables (e.g. the nodes inside each call)
 

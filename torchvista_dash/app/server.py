@@ -23,7 +23,7 @@ from dash import ALL, Input, Output, State, dcc, html
 from ..options import option_names, options_from_text, split_options
 from ..render import plotlyjs
 from ..traced import Trace
-from . import callbacks, firstpaint, firstview, guard, links, registry, state
+from . import callbacks, compress, firstpaint, firstview, guard, links, pictures, registry, state
 from .component import ModelGraph
 from .details import error_text
 from .gallery import Gallery, demo_gallery
@@ -96,8 +96,8 @@ def _first_picture(query: dict[str, list[str]], traces: Sequence[Trace], gallery
         names = option_names()
         view, draw = split_options({k: v for k, v in options.items() if k in names}, where="make_app")
         spec, highlight = state.first_view(tid, view)
-        if not firstview.prepared(tid, spec, replace(draw, highlight=highlight if draw.highlight is None else draw.highlight),
-                                   figure=False):
+        # the picture is the first figure's own (its tiles' URLs): the figure must be ready
+        if not firstview.prepared(tid, spec, replace(draw, highlight=highlight if draw.highlight is None else draw.highlight)):
             return ""       # a slow first view: the page comes now, and shows how far its layout has got
         return firstpaint.first_picture_html(tid, view, draw, top_px=top, height=options.get("height", "72vh"))
     except Exception:   # the page itself reports what is wrong; the picture is only a head start
@@ -121,6 +121,9 @@ class _App(dash.Dash):
         self._callbacks_claimed = False
         self._claim_lock = threading.Lock()
         server.before_request(self._claim_callbacks)   # runs after Dash's own set-up of the app
+        server.after_request(compress.gzip_json)        # a click's figure: 2.5 MB of JSON at 80 layers, 0.17 gzipped
+        if self.config.routes_pathname_prefix + pictures.ROUTE not in self.routes:   # pictures.py's hook did it
+            raise RuntimeError("the picture route is missing: torchvista_dash.app.pictures was not imported first")
 
     def _claim_callbacks(self) -> None:
         """The ModelGraph callbacks, registered on this app at its first request (callbacks.claim): after Dash

@@ -18,7 +18,7 @@ from ..options import DEFAULT_NODE_BUDGET, DEFAULT_VIEW, DrawOptions, ViewOption
 from ..pipeline import paint_of
 from ..render import make_figure
 from ..view_types import ViewSpec, VisibleGraph
-from . import progress, registry
+from . import pictures, progress, registry
 from .precompute import Precomputer
 from .store import draw_from_store, draw_to_store, spec_from_store, spec_to_store
 from .viewport import (
@@ -37,7 +37,7 @@ from .viewport import (
 
 __all__ = [
     "MARGIN", "NODE_BUDGET", "Ranges", "anchor_of", "box_of", "centre_on", "draw_from_store", "draw_to_store",
-    "drawn_spec", "figure_json",
+    "drawn_figure", "drawn_spec",
     "figure_with_ranges", "first_view", "full_ranges", "initial_spec", "is_echo", "keep_inside", "layout_of",
     "precompute_neighbours", "precomputer", "ranges_from_relayout", "shift", "spec_from_store", "spec_to_store",
     "start_ranges",
@@ -94,17 +94,18 @@ def layout_of(trace_id: str, spec: ViewSpec, rankdir: str) -> Layout:
         return registry.entry(trace_id).layouts.get((spec, rankdir), make)
 
 
-def figure_json(trace_id: str, spec: ViewSpec, draw: DrawOptions) -> dict[str, Any]:
-    """The figure as plain JSON-able dicts (built once per view; ranges are set per request on a copy)."""
+def drawn_figure(trace_id: str, spec: ViewSpec, draw: DrawOptions) -> pictures.Drawn:
+    """The figure as plain JSON-able dicts, its pictures set aside (pictures.py); built once per view, the
+    ranges and the pictures' sources are set per request on a copy (``figure_with_ranges``)."""
     entry = registry.entry(trace_id)
 
-    def make() -> dict[str, Any]:
+    def make() -> pictures.Drawn:
         graph = entry.trace.graph
         vg = visible(trace_id, spec)
         lay = layout_of(trace_id, spec, draw.rankdir)
         paint = paint_of(graph, vg, draw, entry.trace.paint(vg, draw.theme))
         fig = make_figure(graph, vg, lay, paint=paint, **draw.for_render())
-        return fig.to_plotly_json()
+        return pictures.drawn(fig.to_plotly_json())
 
     if (spec, draw) not in entry.figures:
         # said before the cache: a request waiting for another thread's drawing of this figure says so too
@@ -113,13 +114,18 @@ def figure_json(trace_id: str, spec: ViewSpec, draw: DrawOptions) -> dict[str, A
     return entry.figures.get((spec, draw), make)
 
 
-def figure_with_ranges(trace_id: str, spec: ViewSpec, draw: DrawOptions, ranges: Ranges) -> dict[str, Any]:
-    base = figure_json(trace_id, spec, draw)
-    lay = dict(base.get("layout", {}))
+def figure_with_ranges(trace_id: str, spec: ViewSpec, draw: DrawOptions, ranges: Ranges, *,
+                       standalone: bool = False) -> dict[str, Any]:
+    """The view's figure at ``ranges``. Its pictures are URLs of the app's picture route when this runs in a
+    request of an app that serves it, else data URIs; ``standalone``: data URIs always (an exported page)."""
+    base = drawn_figure(trace_id, spec, draw)
+    lay = dict(base.figure.get("layout", {}))
     lay["xaxis"] = {**lay.get("xaxis", {}), "range": list(ranges[0]), "autorange": False}
     lay["yaxis"] = {**lay.get("yaxis", {}), "range": list(ranges[1]), "autorange": False}
     lay.pop("uirevision", None)   # our ranges must win over plotly's remembered zoom
-    return {"data": base.get("data", []), "layout": lay}
+    if base.pictures:
+        lay["images"] = base.images(None if standalone else pictures.base_url())
+    return {"data": base.figure.get("data", []), "layout": lay}
 
 
 # ---- the likely next clicks, in the background ---------------------------------------------
@@ -137,6 +143,6 @@ def precompute_neighbours(trace_id: str, spec: ViewSpec, draw: DrawOptions, limi
         def work(vid: str = vid) -> None:
             nxt = drawn_spec(trace_id, view_mod.toggle(entry.trace.graph, spec, vid))
             if (nxt, draw) not in entry.figures:
-                figure_json(trace_id, nxt, draw)
+                drawn_figure(trace_id, nxt, draw)
 
         precomputer.submit((trace_id, spec, draw, vid), work)

@@ -1,0 +1,230 @@
+"""Where a figure's pictures go: at their own URL on the Dash server, not inside every figure the browser is sent.
+
+A view's picture (render/picture.py) is most of its figure: 3.8 MB of SVG at an 80-layer every-op view, a
+5.1 MB ``data:`` URI inside the figure JSON, resent at every click. Served instead at
+``<prefix>_tvd/picture/<key>.svg``, keyed by a hash of its bytes, the figure carries a short URL: a click
+sends only the hit layer, the browser fetches each picture once (and keeps it: the URL never changes meaning,
+so it is cached as immutable), and the page's first picture (firstpaint.py) is the same URL, fetched while
+Dash's scripts load and drawn again by plotly from the browser's memory cache.
+
+Pictures are stored gzipped (5-8x smaller), in a bounded LRU (``MAX_BYTES``, ``MAX_PICTURES``) plus a weak
+index of the pictures that cached figures still hold (the registry bounds those), so any URL a figure the server
+can send names can be answered. The key in a request is untrusted: anything but 32 hex digits is refused before
+any lookup. A figure for a static export (``to_html``, the HTML export button) keeps ``data:`` URIs and stands
+alone; so does a figure drawn outside a request of an app that serves the route (a layout built at import).
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import re
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import dash
+
+from .compress import accepts_gzip
+
+ROUTE = "_tvd/picture/<key>.svg"      # under the app's routes prefix
+PREFIX = "_tvd/picture/"
+KEY = re.compile(r"[0-9a-f]{32}")
+SVG_DATA_URI = "data:image/svg+xml;base64,"
+GZIP_LEVEL = 5                        # 3.8 MB of SVG: about 0.1 s, 0.53 MB (level 1: 0.04 s, 0.68 MB)
+MAX_BYTES = 96 * 1024 * 1024          # gzipped bytes held by the LRU (about 150 pictures of 5,000 boxes)
+MAX_PICTURES = 512
+# content-addressed: a key always names the same bytes, so browsers may keep them as long as they like
+HEADERS = {
+    "Content-Type": "image/svg+xml",
+    "Cache-Control": "public, max-age=31536000, immutable",
+    "Vary": "Accept-Encoding",
+    "X-Content-Type-Options": "nosniff",
+    # opened on its own, the SVG can run nothing and load nothing: it is a picture
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'",
+    "Cross-Origin-Resource-Policy": "same-origin",
+}
+
+
+def key_of(svg: bytes) -> str:
+    """A picture's key: the first 128 bits of its bytes' SHA-256, in hex."""
+    return hashlib.sha256(svg).hexdigest()[:32]
+
+
+class Picture:
+    """One SVG document, gzipped, under the hash of its bytes."""
+
+    __slots__ = ("__weakref__", "gz", "key", "size")
+
+    def __init__(self, svg: bytes, key: str | None = None) -> None:
+        self.key = key_of(svg) if key is None else key
+        self.gz = gzip.compress(svg, compresslevel=GZIP_LEVEL, mtime=0)
+        self.size = len(svg)
+
+    def svg(self) -> bytes:
+        return gzip.decompress(self.gz)
+
+    def data_uri(self) -> str:
+        return SVG_DATA_URI + base64.b64encode(self.svg()).decode("ascii")
+
+
+class Store:
+    """The pictures the route can answer: the ``max_pictures`` / ``max_bytes`` most recently stored or
+    served, and any other that something (a cached figure) still holds."""
+
+    def __init__(self, max_bytes: int = MAX_BYTES, max_pictures: int = MAX_PICTURES) -> None:
+        self.max_bytes, self.max_pictures = max_bytes, max_pictures
+        self._recent: OrderedDict[str, Picture] = OrderedDict()
+        self._held: weakref.WeakValueDictionary[str, Picture] = weakref.WeakValueDictionary()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def put(self, svg: bytes) -> Picture:
+        """The picture of ``svg`` (the one already stored when the same bytes were stored before)."""
+        key = key_of(svg)
+        with self._lock:
+            pic = self._held.get(key)
+        if pic is None:
+            new = Picture(svg, key)           # compressed outside the lock (zlib lets other threads run)
+            with self._lock:
+                pic = self._held.setdefault(key, new)
+        with self._lock:
+            self._use(pic)
+        return pic
+
+    def get(self, key: str) -> Picture | None:
+        with self._lock:
+            pic = self._recent.get(key) or self._held.get(key)
+            if pic is not None:
+                self._use(pic)
+            return pic
+
+    def _use(self, pic: Picture) -> None:
+        if pic.key in self._recent:
+            self._recent.move_to_end(pic.key)
+            return
+        self._recent[pic.key] = pic
+        self._bytes += len(pic.gz)
+        while self._recent and (self._bytes > self.max_bytes or len(self._recent) > self.max_pictures):
+            _, old = self._recent.popitem(last=False)
+            self._bytes -= len(old.gz)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._recent)
+
+    @property
+    def nbytes(self) -> int:
+        with self._lock:
+            return self._bytes
+
+    def clear(self) -> None:
+        with self._lock:
+            self._recent.clear()
+            self._bytes = 0
+
+
+store = Store()
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """A figure (JSON-able dicts) whose layout images' sources are kept aside as ``Picture``s: ``figure``'s
+    image at index i has no source; ``pictures`` maps i to its picture."""
+
+    figure: dict[str, Any]
+    pictures: tuple[tuple[int, Picture], ...]
+
+    def images(self, base: str | None) -> list[dict[str, Any]]:
+        """The layout images with their sources: ``base`` + key + ".svg" (a URL path), or, for ``None``, data
+        URIs (a figure that stands alone)."""
+        images = [dict(im) for im in self.figure.get("layout", {}).get("images", ())]
+        for i, pic in self.pictures:
+            images[i]["source"] = pic.data_uri() if base is None else f"{base}{pic.key}.svg"
+        return images
+
+
+def drawn(fig: dict[str, Any], into: Store | None = None) -> Drawn:
+    """``fig`` (a plotly figure as dicts, as render.make_figure draws it) with its SVG data-URI images stored
+    in ``into`` (the route's store) and set aside."""
+    into = store if into is None else into
+    layout = dict(fig.get("layout", {}))
+    images = [dict(im) for im in layout.get("images", ())]
+    pics: list[tuple[int, Picture]] = []
+    for i, im in enumerate(images):
+        src = im.get("source")
+        if isinstance(src, str) and src.startswith(SVG_DATA_URI):
+            pics.append((i, into.put(base64.b64decode(src[len(SVG_DATA_URI):]))))
+            im.pop("source")
+    if images:
+        layout["images"] = images
+    return Drawn({**fig, "layout": layout}, tuple(pics))
+
+
+def served(key: str, accept_encoding: str = "gzip", if_none_match: str = "", into: Store | None = None
+           ) -> tuple[int, dict[str, str], bytes]:
+    """The route's answer to ``key`` (untrusted): (status, headers, body)."""
+    if not isinstance(key, str) or len(key) != 32 or not KEY.fullmatch(key):
+        return 400, {"Content-Type": "text/plain; charset=utf-8"}, b"bad picture key: 32 hex digits expected\n"
+    pic = (store if into is None else into).get(key)
+    if pic is None:
+        return 404, {"Content-Type": "text/plain; charset=utf-8"}, (
+            b"no such picture on this server (it was dropped or the server restarted): reload the page\n")
+    etag = f'"{key}"'
+    headers = {**HEADERS, "ETag": etag}
+    if etag in (t.strip() for t in if_none_match.split(",")) or if_none_match.strip() == "*":
+        return 304, headers, b""
+    if accepts_gzip(accept_encoding):
+        return 200, {**headers, "Content-Encoding": "gzip"}, pic.gz
+    return 200, headers, pic.svg()
+
+
+@dash.hooks.route(name=ROUTE, methods=("GET",))
+def _picture_route(key: str) -> Any:
+    """Every Dash app made after this module is imported serves the route (a ModelGraph in a user's app too)."""
+    from flask import make_response, request
+
+    status, headers, body = served(key, request.headers.get("Accept-Encoding", ""),
+                                   request.headers.get("If-None-Match", ""))
+    response = make_response(body, status)
+    response.headers.update(headers)
+    return response
+
+
+# ---- which app a request is for: its prefix, and whether it serves the route -----------------------------
+_apps: weakref.WeakSet[dash.Dash] = weakref.WeakSet()
+
+
+@dash.hooks.setup()
+def _track(app: dash.Dash) -> None:
+    _apps.add(app)
+
+
+def _serving_apps() -> Iterator[dash.Dash]:
+    from flask import current_app
+
+    server = current_app._get_current_object()  # type: ignore[attr-defined]
+    return (a for a in list(_apps) if getattr(a, "server", None) is server)
+
+
+def base_url() -> str | None:
+    """The URL path pictures are served under for the Dash app the current request is for (its requests
+    prefix + ``_tvd/picture/``), or None outside a request or when that app does not serve the route (it was
+    made before this module was imported): its figures then keep data URIs."""
+    from flask import has_request_context, request
+
+    if not has_request_context():
+        return None
+    best: dash.Dash | None = None
+    for app in _serving_apps():
+        routes = app.config.routes_pathname_prefix or "/"
+        if routes + ROUTE in getattr(app, "routes", ()) and request.path.startswith(routes) and (
+                best is None or len(routes) > len(best.config.routes_pathname_prefix or "/")):
+            best = app
+    if best is None:
+        return None
+    return (best.config.requests_pathname_prefix or "/") + PREFIX
