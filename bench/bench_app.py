@@ -9,9 +9,10 @@ depth 2 with repeated blocks not folded (torchvista draws all 12). Same browser 
 Playwright, the test suite's flags), same machine, same run.
 
 - First draw: a fresh browser context navigates to the page. Ours is measured twice: "first picture" is when
-  the server-drawn SVG that our page's HTML carries (app/firstpaint.py: same geometry and colours, not yet
+  the view's picture that our page's HTML carries by URL (app/firstpaint.py: the figure's own picture, not yet
   clickable) was painted, from the Element Timing API; "interactive" is ``performance.now()`` (ms since
-  navigation start) at the first animation frame where plotly has drawn the graph's text (clickable). Ours is
+  navigation start) at the first animation frame where plotly has drawn the graph (clickable) and every
+  picture it shows has loaded (a click is timed to the same state). Ours is
   served by ``make_app`` from a thread of this process (the Dash server, as ``serve`` runs it); "cold" is the
   first load after the server started (which lays out and draws the first view in the background at start),
   "warm" the median of ``--loads`` later loads. torchvista's page is its own HTML export (file://), laid out
@@ -65,12 +66,23 @@ OURS_ZOOM_TO = """(a) => { const gd = document.getElementById(a[0]).querySelecto
   return Plotly.relayout(gd, {'xaxis.range': [cx - 0.6 * w, cx + 0.6 * w], 'yaxis.range': [top - 0.9 * w, top + 0.1 * w]}); }"""
 OURS_HOVERED = """(a) => { const gd = document.getElementById(a[0]).querySelector('.js-plotly-plot');
   return (gd._hoverdata || []).some(p => p.customdata === a[1]); }"""
-# when the first picture (the server-drawn SVG in the page's HTML, app/firstpaint.py) was painted: the element
-# timing of its header line, which follows the picture in the HTML
+# when the first picture (the view's pictures as <img> in the page's HTML, app/firstpaint.py) was painted: the
+# element timing of its last image to be painted
 OURS_PICTURE = """() => new Promise(done => {
-  new PerformanceObserver(list => done((list.getEntries().find(e => e.identifier === 'tvd-first-picture') || {}).renderTime ?? null))
+  new PerformanceObserver(list => { const t = list.getEntries().filter(e => e.identifier === 'tvd-first-picture')
+      .map(e => e.renderTime || e.loadTime); done(t.length ? Math.max(...t) : null); })
     .observe({type: 'element', buffered: true});
   setTimeout(() => done(null), 2000); })"""
+# every picture the plot draws (its layout images: a data URI or a URL of the picture route) is loaded and decoded:
+# without it a click would count as done while a new view's picture is still on its way
+OURS_PICTURES_READY = """(d) => { const h = document.getElementById(d); const gd = h && h.querySelector('.js-plotly-plot');
+  const ims = gd ? Array.from(gd.querySelectorAll('.imagelayer image')) : [];
+  if (!ims.length) return false;
+  const seen = window.__tvdPictures = window.__tvdPictures || new Map();
+  return ims.every(im => { const src = im.getAttribute('href') || im.getAttribute('xlink:href');
+    if (!seen.has(src)) { seen.set(src, false); const i = new Image(); i.src = src;
+      i.decode().then(() => seen.set(src, true), () => seen.set(src, true)); }
+    return seen.get(src); }); }"""
 TV_DRAWN = """() => { const s = document.querySelector('[id^="graph_"] svg');
   return !!(s && s.querySelectorAll('text').length > 5); }"""
 # torchvista's ⊕ (on a collapsed module node) and ⊖ (on an open cluster) carry the module's graph name
@@ -134,7 +146,7 @@ def ours(browser: Any, trace: Any, path: list[str], loads: int, clicks: int, dep
             ctx = browser.new_context(viewport={"width": 1400, "height": 900})
             page = ctx.new_page()
             page.goto(url, wait_until="commit", timeout=TIMEOUT_MS)
-            page.wait_for_function(OURS_DRAWN, arg=_dom("main"), polling="raf", timeout=TIMEOUT_MS)
+            wait_ours_drawn(page)
             draws.append(page.evaluate("performance.now()"))
             pictures.append(page.evaluate(OURS_PICTURE))
             ctx.close()
@@ -142,13 +154,13 @@ def ours(browser: Any, trace: Any, path: list[str], loads: int, clicks: int, dep
                 ctx = browser.new_context(viewport={"width": 1400, "height": 900})
                 page = ctx.new_page()
                 page.goto(plain.url, wait_until="commit", timeout=TIMEOUT_MS)
-                page.wait_for_function(OURS_DRAWN, arg=_dom("main"), polling="raf", timeout=TIMEOUT_MS)
+                wait_ours_drawn(page)
                 without.append(page.evaluate("performance.now()"))
                 ctx.close()
         ctx = browser.new_context(viewport={"width": 1400, "height": 900})
         page = ctx.new_page()
         page.goto(url, timeout=TIMEOUT_MS)
-        page.wait_for_function(OURS_DRAWN, arg=_dom("main"), polling="raf", timeout=TIMEOUT_MS)
+        wait_ours_drawn(page)
         for vid in path[:-1]:
             _ours_click(page, vid, "nodes:labels", "clusters:headers", True)
         target = path[-1]
@@ -214,8 +226,14 @@ def _ours_click(page: Any, vid: str, on: str, check: str, opened: bool) -> float
     t0 = _last_click[0] = time.perf_counter()
     page.mouse.click(x, y)
     page.wait_for_function(OURS_HAS, arg=[_dom("main"), check, vid, opened], polling="raf", timeout=TIMEOUT_MS)
-    page.wait_for_function(OURS_DRAWN, arg=_dom("main"), polling="raf")
+    wait_ours_drawn(page)
     return (time.perf_counter() - t0) * 1000
+
+
+def wait_ours_drawn(page: Any, timeout_ms: float = TIMEOUT_MS) -> None:
+    """Until plotly has drawn our graph (hit layer and image elements) and every picture it draws is loaded."""
+    page.wait_for_function(OURS_DRAWN, arg=_dom("main"), polling="raf", timeout=timeout_ms)
+    page.wait_for_function(OURS_PICTURES_READY, arg=_dom("main"), polling="raf", timeout=timeout_ms)
 
 
 # ---- torchvista ----------------------------------------------------------------------------

@@ -2,15 +2,21 @@
 
 Command (from the repository root):
     .venv/bin/python bench/bench_vs_torchvista.py [--loads 3] [--clicks 3] [--models llama6,llama16,llama32]
+        [--tv-timeout 180] [--baseline DIR]
 
 Models (random weights, built from configs, 16 tokens, the KV cache left at its default): a Llama-style decoder
-(``LlamaConfig``, hidden 256, 4 heads, 2 KV heads) with 6, 16 and 32 layers; ``gpt2`` (GPT-2 small) and
-``bert`` (BERT base) on request. Both tools show every op:
+(``LlamaConfig``, hidden 256, 4 heads, 2 KV heads) with 6, 16 and 32 layers; ``llama80`` (80 layers, the depth
+of Llama-3-70B, about 5,700 boxes: ours is built on the meta device, torchvista gets the same model with real
+weights); ``gpt2`` (GPT-2 small) and ``bert`` (BERT base) on request. Torchvista gets ``--tv-timeout`` seconds for
+its export (in a process of its own) and again for its first draw; past either, its row says so. ``--baseline
+DIR``: a checkout of this project (its torchvista_dash/ with this bench/) whose server is measured too, in turn
+with ours (before/after in one run). Both tools show every op:
 
 - ours: ``python -m torchvista_dash serve bench.bench_vs_torchvista:<model> --depth -1`` in its own process
   on 127.0.0.1, the page loaded as ``/?fold_repeats=0`` (every call open and repeated layers drawn one by one,
   as torchvista draws them; ``--depth -1`` alone folds the 6 to 32 identical layers into one "×N" box). "first picture" is when the server-drawn SVG in the
-  page's HTML was painted (Element Timing), "interactive" the first frame where plotly has drawn the graph;
+  page's HTML was painted (Element Timing), "interactive" the first frame where plotly has drawn the graph
+  and every picture it shows has loaded;
   cold is the first load after the server answered, warm the median of the later loads.
 - torchvista: its HTML export (``trace_model(..., export_format="html", collapse_modules_after_depth=100,
   forced_module_tracing_depth=100)``: every module open and traced into, so ``nn.Linear`` shows its
@@ -47,7 +53,6 @@ sys.path.insert(0, str(ROOT))
 
 from bench.bench_app import (  # noqa: E402  (the path above first)
     CHROMIUM_ARGS,
-    OURS_DRAWN,
     OURS_IDS,
     OURS_PICTURE,
     OURS_ZOOM_TO,
@@ -56,6 +61,7 @@ from bench.bench_app import (  # noqa: E402  (the path above first)
     _first,
     _ours_click,
     _tv_click,
+    wait_ours_drawn,
 )
 from bench.bench_app import TIMEOUT_MS as TV_CLICK_WAIT_MS  # noqa: E402
 
@@ -114,6 +120,23 @@ def llama32() -> tuple[Any, Any]:
     return _llama(32)
 
 
+def llama80() -> tuple[Any, Any]:
+    """The Llama-3-70B layer count (80) at the same small width, on the meta device: no weights in memory."""
+    import torch
+    from transformers import LlamaConfig, LlamaModel
+
+    cfg = LlamaConfig(num_hidden_layers=80, hidden_size=256, intermediate_size=512, num_attention_heads=4,
+                      num_key_value_heads=2, vocab_size=1000)
+    with torch.device("meta"):
+        model = LlamaModel(cfg).eval()
+    return model, torch.zeros(1, 16, dtype=torch.long, device="meta")
+
+
+def llama80_cpu() -> tuple[Any, Any]:
+    """The same model with real (random) weights, for torchvista, which runs the model on real tensors."""
+    return _llama(80)
+
+
 def gpt2() -> tuple[Any, Any]:
     import torch
     from transformers import GPT2Config, GPT2Model
@@ -135,9 +158,13 @@ MODELS = {
     "llama6": ("Llama 6 layers", "mod:layers.0", "LlamaDecoderLayer"),
     "llama16": ("Llama 16 layers", "mod:layers.0", "LlamaDecoderLayer"),
     "llama32": ("Llama 32 layers", "mod:layers.0", "LlamaDecoderLayer"),
+    "llama80": ("Llama 80 layers (70B depth)", "mod:layers.0", "LlamaDecoderLayer"),
     "gpt2": ("GPT-2 small", "mod:h.0", "GPT2Block"),
     "bert": ("BERT base", "mod:encoder.layer.0", "BertLayer"),
 }
+
+
+TV_BUILD = {"llama80": "llama80_cpu"}      # torchvista's model, where ours is built on the meta device
 
 
 # ---- ours: the CLI's server in its own process --------------------------------------------------
@@ -147,12 +174,13 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def serve(name: str) -> tuple[subprocess.Popen[bytes], str]:
-    """Start ``serve bench.bench_vs_torchvista:<name> --depth -1`` and wait until its page answers 200."""
+def serve(name: str, code: Path = ROOT) -> tuple[subprocess.Popen[bytes], str]:
+    """Start ``serve bench.bench_vs_torchvista:<name> --depth -1`` from the checkout ``code`` and wait until its
+    page answers 200."""
     port = _free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(code)}
     proc = subprocess.Popen([sys.executable, "-m", "torchvista_dash", "serve", f"bench.bench_vs_torchvista:{name}",
-                             "--depth", "-1", "--port", str(port)], cwd=ROOT, env=env,
+                             "--depth", "-1", "--port", str(port)], cwd=code, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + SERVE_TIMEOUT_S
@@ -173,12 +201,12 @@ def _load_ours(browser: Any, url: str) -> tuple[Any, Any, float, float | None]:
     ctx = browser.new_context(viewport=VIEWPORT)
     page = ctx.new_page()
     page.goto(url, wait_until="commit", timeout=TIMEOUT_MS)
-    page.wait_for_function(OURS_DRAWN, arg=_dom("main"), polling="raf", timeout=TIMEOUT_MS)
+    wait_ours_drawn(page)
     return ctx, page, page.evaluate("performance.now()"), page.evaluate(OURS_PICTURE)
 
 
-def ours(browser: Any, name: str, block: str, loads: int, clicks: int) -> dict[str, Any]:
-    proc, url = serve(name)
+def ours(browser: Any, name: str, block: str, loads: int, clicks: int, code: Path = ROOT) -> dict[str, Any]:
+    proc, url = serve(name, code)
     try:
         draws, pictures = [], []
         for i in range(loads + 1):         # the first is cold (the server's first page); the last is clicked
@@ -194,16 +222,18 @@ def ours(browser: Any, name: str, block: str, loads: int, clicks: int) -> dict[s
         _ours_click(page, block, "clusters:headers", "clusters:headers", False)
         opens, closes = [], []
         calls: list[Any] = []                    # the click's finished callback requests
-        page.on("requestfinished", lambda r: calls.append(r) if "_dash-update-component" in r.url else None)
-        split: list[tuple[float, float, int]] = []   # per click: total ms, its largest answer's wait and size
+        fetched: list[Any] = []                  # and the pictures it fetched (app/pictures.py's route)
+        page.on("requestfinished", lambda r: calls.append(r) if "_dash-update-component" in r.url
+                else fetched.append(r) if "/_tvd/picture/" in r.url else None)
+        split: list[tuple[float, float, int, int]] = []   # per click: ms, its largest answer's wait and size, pictures
         for _ in range(clicks):
             for closing in (False, True):
-                del calls[:]
+                del calls[:], fetched[:]
                 on = "clusters:headers" if closing else "nodes:labels"
                 ms = _ours_click(page, block, on, "clusters:headers", not closing)
                 (closes if closing else opens).append(ms)
                 wait, size = max((_call_cost(r) for r in calls), key=lambda c: c[1], default=(0.0, 0))
-                split.append((ms, wait, size))
+                split.append((ms, wait, size, sum(_call_cost(r)[1] for r in fetched)))
         ctx.close()
     finally:
         proc.terminate()
@@ -216,8 +246,9 @@ def ours(browser: Any, name: str, block: str, loads: int, clicks: int) -> dict[s
             "picture": statistics.median(warm_pictures) if warm_pictures else None,
             "open": statistics.median(opens), "close": statistics.median(closes),
             "boxes": boxes, "clusters": clusters, "svg": svg,
-            "click_server": statistics.median(w for _, w, _ in split),
-            "click_bytes": statistics.median(b for _, _, b in split)}
+            "click_server": statistics.median(sp[1] for sp in split),
+            "click_bytes": statistics.median(sp[2] for sp in split),
+            "click_picture_bytes": statistics.median(sp[3] for sp in split)}
 
 
 def _call_cost(request: Any) -> tuple[float, int]:
@@ -246,23 +277,54 @@ def export_torchvista(model: Any, inputs: Any, out: Path) -> Path:
     return out
 
 
-def _load_tv(browser: Any, html: Path) -> tuple[Any, Any, float]:
+def export_bounded(name: str, out: Path, timeout_s: float) -> Path | None:
+    """torchvista's export of model ``name`` (TV_BUILD: its real-weights twin) in a process of its own, which is
+    stopped after ``timeout_s``: None then."""
+    build = TV_BUILD.get(name, name)
+    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from pathlib import Path; "
+            f"import bench.bench_vs_torchvista as b; b.export_torchvista(*b.{build}(), Path({str(out)!r}))")
+    try:
+        subprocess.run([sys.executable, "-c", code], cwd=ROOT, timeout=timeout_s, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    except subprocess.TimeoutExpired:
+        return None
+    except subprocess.CalledProcessError as exc:
+        raise RuntimeError(f"torchvista's export of {name} failed: {exc.stderr.decode()[-2000:]}") from None
+    return out
+
+
+def _load_tv(browser: Any, html: Path, timeout_ms: float = TIMEOUT_MS) -> tuple[Any, Any, float]:
     ctx = browser.new_context(viewport=VIEWPORT)
     page = ctx.new_page()
     page.goto(html.as_uri(), wait_until="commit", timeout=TIMEOUT_MS)
-    page.wait_for_function(TV_DRAWN, polling="raf", timeout=TIMEOUT_MS)
+    try:
+        page.wait_for_function(TV_DRAWN, polling="raf", timeout=timeout_ms)
+    except Exception:
+        ctx.close()
+        raise
     return ctx, page, page.evaluate("performance.now()")
 
 
-def torchvista_times(browser: Any, html: Path, block_cls: str, loads: int, clicks: int) -> dict[str, Any]:
+def not_measured(why: str) -> dict[str, Any]:
+    """torchvista's row when its export or first draw ran past the time bound."""
+    return {"warm": None, "open": None, "close": None, "timed_out": False, "why": why, "repeats": (0, 0),
+            "nodes": None, "extra": None, "clusters": None, "svg": None, "bytes": None}
+
+
+def torchvista_times(browser: Any, html: Path, block_cls: str, loads: int, clicks: int,
+                     draw_timeout_ms: float = TIMEOUT_MS) -> dict[str, Any]:
     """Its first draw and one block's open/close. Every draw and click of it lays the whole view out again in
     the browser, so once a draw takes over SLOW_MS it is loaded once and clicked once (the run stays bounded);
-    a click that does not finish within bench_app's wait is reported as over that wait."""
+    a click that does not finish within bench_app's wait is reported as over that wait, a first draw over
+    ``draw_timeout_ms`` is not measured."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     draws: list[float] = []
     while True:
-        ctx, page, drawn = _load_tv(browser, html)
+        try:
+            ctx, page, drawn = _load_tv(browser, html, draw_timeout_ms)
+        except PlaywrightTimeout:
+            return not_measured(f"not drawn within {draw_timeout_ms / 1000:.0f} s")
         draws.append(drawn)
         if len(draws) >= loads or drawn > SLOW_MS:
             break
@@ -293,6 +355,11 @@ def main() -> None:
     ap.add_argument("--loads", type=int, default=3)
     ap.add_argument("--clicks", type=int, default=3)
     ap.add_argument("--models", default="llama6,llama16,llama32")
+    ap.add_argument("--tv-timeout", type=float, default=180.0,
+                    help="seconds torchvista gets for its export, and again for its first draw, per model")
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="a checkout of this project (torchvista_dash/ and this bench/) whose server is measured "
+                         "too, in turn with ours: before/after in one run")
     args = ap.parse_args()
     names = args.models.split(",")
     unknown = [n for n in names if n not in MODELS]
@@ -304,16 +371,21 @@ def main() -> None:
     from bench.bench_dash_floor import measure as dash_floor
 
     started, loadavg = time.monotonic(), [os.getloadavg()]
-    rows = []
+    rows, before = [], []
     with tempfile.TemporaryDirectory() as tmpdir:
-        htmls = {n: export_torchvista(*globals()[n](), Path(tmpdir) / f"{n}.html") for n in names}
+        htmls = {n: export_bounded(n, Path(tmpdir) / f"{n}.html", args.tv_timeout) for n in names}
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
             for n in names:
                 title, block, block_cls = MODELS[n]
+                if args.baseline is not None:
+                    before.append((title, ours(browser, n, block, args.loads, args.clicks, args.baseline)))
+                    loadavg.append(os.getloadavg())
                 o = ours(browser, n, block, args.loads, args.clicks)
                 loadavg.append(os.getloadavg())
-                t = torchvista_times(browser, htmls[n], block_cls, args.loads, args.clicks)
+                html = htmls[n]
+                t = (not_measured(f"export not done within {args.tv_timeout:.0f} s") if html is None else
+                     torchvista_times(browser, html, block_cls, args.loads, args.clicks, args.tv_timeout * 1000))
                 loadavg.append(os.getloadavg())
                 rows.append((title, o, t))
                 print(f"{title}: ours {o}\n  torchvista {t}", file=sys.stderr, flush=True)
@@ -321,7 +393,7 @@ def main() -> None:
     floor_loads, floor_clicks, _ = dash_floor(args.loads, max(args.clicks, 5))
     loadavg.append(os.getloadavg())
     floor = (statistics.median(floor_loads), statistics.median(floor_clicks))
-    md = render(rows, floor, loadavg, time.monotonic() - started, args)
+    md = render(rows, floor, loadavg, time.monotonic() - started, args, before)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(md, encoding="utf-8")
     print(md)
@@ -332,6 +404,8 @@ def _ms(v: float | None) -> str:
 
 
 def _tv_ms(t: dict[str, Any], key: str) -> str:
+    if t[key] is None and t.get("why"):
+        return t["why"]
     if t[key] is None and t["timed_out"]:
         return f"> {TV_CLICK_WAIT_MS / 1000:.0f} s"
     return _ms(t[key])
@@ -341,20 +415,35 @@ def _ratio(ours_ms: float | None, theirs_ms: float | None) -> str:
     return "-" if ours_ms is None or theirs_ms is None else f"{ours_ms / theirs_ms:.2f}"
 
 
+def _count(v: int | None) -> str:
+    return "-" if v is None else f"{v:,}"
+
+
+def _mb(n: float) -> str:
+    return f"{n / 1e6:.2f} MB"
+
+
 def render(rows: list[tuple[str, dict[str, Any], dict[str, Any]]], floor: tuple[float, float],
-           loadavg: list[tuple[float, float, float]], seconds: float, args: argparse.Namespace) -> str:
+           loadavg: list[tuple[float, float, float]], seconds: float, args: argparse.Namespace,
+           before: list[tuple[str, dict[str, Any]]] = ()) -> str:
     import torch
 
     one = [la[0] for la in loadavg]
+    command = f"{COMMAND} --loads {args.loads} --clicks {args.clicks} --models {args.models}"
+    if getattr(args, "tv_timeout", None) is not None:
+        command += f" --tv-timeout {args.tv_timeout:.0f}"
+    if getattr(args, "baseline", None) is not None:
+        command += " --baseline DIR"
     lines = [
         "# Every-op views: ours vs torchvista (headless Chromium, one run)",
         "",
-        f"Command: `{COMMAND} --loads {args.loads} --clicks {args.clicks} --models {args.models}`",
+        f"Command: `{command}`",
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
         f"torch {torch.__version__}; 1-minute load average during the run {min(one):.1f}-{max(one):.1f} "
         f"(the run took {seconds:.0f} s). Times in ms, medians; ratio = ours / torchvista (below 1: ours is "
-        f"faster). Ours: `serve --depth -1`; torchvista: its HTML export with every module open.",
+        f"faster). Ours: `serve --depth -1`; torchvista: its HTML export with every module open. Ours is drawn "
+        "(interactive, or a click done) when plotly has drawn the hit layer and every picture it shows is loaded.",
         "",
         "| model | boxes: ours | torchvista (of them params/scalars) | clusters: ours / tv "
         "| first picture: ours cold / warm | interactive: ours cold / warm | torchvista drawn "
@@ -364,11 +453,10 @@ def render(rows: list[tuple[str, dict[str, Any], dict[str, Any]]], floor: tuple[
     ]
     for title, o, t in rows:
         pic = o["picture"]
-        pic_ratio = "-" if pic is None else f"{pic / t['warm']:.2f}"
         lines.append(
-            f"| {title} | {o['boxes']:,} | {t['nodes']:,} ({t['extra']:,}) | {o['clusters']} / {t['clusters']} "
-            f"| {_ms(o['picture_cold'])} / {_ms(pic)} | {_ms(o['cold'])} / {_ms(o['warm'])} | {_ms(t['warm'])} "
-            f"| {pic_ratio} | {o['warm'] / t['warm']:.2f} "
+            f"| {title} | {o['boxes']:,} | {_count(t['nodes'])} ({_count(t['extra'])}) | {o['clusters']} / "
+            f"{_count(t['clusters'])} | {_ms(o['picture_cold'])} / {_ms(pic)} | {_ms(o['cold'])} / {_ms(o['warm'])} "
+            f"| {_tv_ms(t, 'warm')} | {_ratio(pic, t['warm'])} | {_ratio(o['warm'], t['warm'])} "
             f"| {_ms(o['open'])} | {_tv_ms(t, 'open')} | {_ratio(o['open'], t['open'])} "
             f"| {_ms(o['close'])} | {_tv_ms(t, 'close')} | {_ratio(o['close'], t['close'])} |")
     lines += [
@@ -382,16 +470,36 @@ def render(rows: list[tuple[str, dict[str, Any], dict[str, Any]]], floor: tuple[
         + f"; ours: {args.loads} warm loads after the cold one, {args.clicks} pairs.",
         "",
         "Where our click's time goes (median over every open and close click): the largest callback answer's "
-        "server wait (request sent → first byte: view, layout, figure) and its size; the rest of the click is "
-        "the transfer, the browser's work with the new figure and Dash's round trips: "
+        "server wait (request sent → first byte: view, layout, figure) and its size on the wire, and the pictures "
+        "the click fetched (their URLs, app/pictures.py); the rest of the click is the transfer, the browser's "
+        "work with the new figure and Dash's round trips: "
         + "; ".join(f"{title}: click {statistics.median([o['open'], o['close']]):,.0f} ms, server "
-                    f"{o['click_server']:,.0f} ms, {o['click_bytes'] / 1e6:.2f} MB" for title, o, _ in rows) + ".",
+                    f"{o['click_server']:,.0f} ms, answer {_mb(o['click_bytes'])}, pictures "
+                    f"{_mb(o.get('click_picture_bytes', 0))}" for title, o, _ in rows) + ".",
         "",
         "SVG elements on the page after the first draw: "
-        + "; ".join(f"{title}: ours {o['svg']:,}, torchvista {t['svg']:,} ({t['bytes'] / 1e6:.1f} MB HTML)"
-                    for title, o, t in rows) + ".",
+        + "; ".join(f"{title}: ours {o['svg']:,}, torchvista {_count(t['svg'])}"
+                    + ("" if t["bytes"] is None else f" ({t['bytes'] / 1e6:.1f} MB HTML)") for title, o, t in rows)
+        + ".",
         "",
     ]
+    if before:
+        lines += [
+            "Ours before/after, in turn in the same run (before: the `--baseline` checkout's server):",
+            "",
+            "| model | interactive warm: before / after | cold: before / after | open: before / after "
+            "| close: before / after | click answer: before / after | click's pictures: before / after |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        now = {title: o for title, o, _ in rows}
+        for title, b in before:
+            o = now[title]
+            lines.append(
+                f"| {title} | {_ms(b['warm'])} / {_ms(o['warm'])} | {_ms(b['cold'])} / {_ms(o['cold'])} "
+                f"| {_ms(b['open'])} / {_ms(o['open'])} | {_ms(b['close'])} / {_ms(o['close'])} "
+                f"| {_mb(b['click_bytes'])} / {_mb(o['click_bytes'])} "
+                f"| {_mb(b['click_picture_bytes'])} / {_mb(o['click_picture_bytes'])} |")
+        lines.append("")
     return "\n".join(lines)
 
 
