@@ -75,7 +75,8 @@ def main() -> None:
             no_js = browser.new_context(viewport={"width": 1400, "height": 860}, java_script_enabled=False)
             first = no_js.new_page()
             first.goto(srv.url + "?demo=gpt")
-            first.wait_for_selector("#tvd-first-picture svg")
+            first.wait_for_function("() => Array.from(document.querySelectorAll('#tvd-first-picture img'))"
+                                    ".every(i => i.complete && i.naturalWidth > 0)")   # the view's pictures, by URL
             first.screenshot(path=str(OUT / "first_picture.png"))
             no_js.close()
             browser.close()
