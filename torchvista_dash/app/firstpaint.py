@@ -31,6 +31,7 @@ GRAPH_TOP_PX = 130      # a ModelGraph's header, notes and two toolbar rows, abo
 _X_ANCHOR = {"left": 0.0, "center": 0.5, "right": 1.0}
 _Y_ANCHOR = {"top": 0.0, "middle": 0.5, "bottom": 1.0}
 _FIT = {"stretch": "fill", "contain": "contain", "fill": "cover"}
+NEAR = 1.0      # images within this many start windows' widths (heights) of it are placed in the first picture
 
 # Hidden as soon as any plotly graph on the page has drawn (plotly's main-svg appears in the same frame).
 STYLE = f"""<style>
@@ -49,12 +50,14 @@ def _n(v: float) -> str:
 
 
 def images_html(figure: dict[str, Any]) -> str | None:
-    """``<img>`` elements placing the figure's data-coordinate layout images as plotly will draw them, inside a
-    plot area that is a CSS size container; None when an image is not a URL (a data URI would bloat the page)."""
+    """The plot area (a ``div.tvd-plot`` at the figure's margins) with ``<img>`` elements placing the figure's data-coordinate layout images as plotly will draw them, inside a
+    plot area that is a CSS size container (whose ``--s`` is the scale, a length per point); None when an image
+    is not a URL (a data URI would bloat the page). Only the images on or near the figure's start window are
+    placed (a tiled picture of a big view has thousands: the others are not on screen before plotly draws)."""
     lay = figure.get("layout", {})
     (x0, x1), (y0, y1) = lay["xaxis"]["range"], lay["yaxis"]["range"]
-    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-    scale = f"min(calc(100cqw / {_n(max(x1 - x0, 1e-6))}), calc(100cqh / {_n(max(y1 - y0, 1e-6))}))"
+    cx, cy, rw, rh = (x0 + x1) / 2, (y0 + y1) / 2, max(x1 - x0, 1e-6), max(y1 - y0, 1e-6)
+    near = (x0 - NEAR * rw, y0 - NEAR * rh, x1 + NEAR * rw, y1 + NEAR * rh)
     out = []
     for im in lay.get("images", ()):
         if im.get("visible") is False or im.get("xref") != "x" or im.get("yref") != "y":
@@ -65,14 +68,19 @@ def images_html(figure: dict[str, Any]) -> str | None:
         w, h = float(im["sizex"]), float(im["sizey"])
         left = float(im["x"]) - w * _X_ANCHOR.get(im.get("xanchor", "left"), 0.0)
         top = float(im["y"]) + h * _Y_ANCHOR.get(im.get("yanchor", "top"), 0.0)
-        style = (f"left: calc(50cqw + {scale} * {_n(left - cx)}); top: calc(50cqh + {scale} * {_n(cy - top)}); "
-                 f"width: calc({scale} * {_n(w)}); height: calc({scale} * {_n(h)}); "
+        if left > near[2] or left + w < near[0] or top < near[1] or top - h > near[3]:
+            continue
+        style = (f"left: calc(50cqw + var(--s) * {_n(left - cx)}); top: calc(50cqh + var(--s) * {_n(cy - top)}); "
+                 f"width: calc(var(--s) * {_n(w)}); height: calc(var(--s) * {_n(h)}); "
                  f"object-fit: {_FIT.get(im.get('sizing', 'contain'), 'contain')};")
         if im.get("opacity") is not None:
             style += f" opacity: {_n(float(im['opacity']))};"
         out.append(f'<img src="{html.escape(src)}" alt="" fetchpriority="high" elementtiming="{PICTURE_ID}" '
                    f'style="{style}">')
-    return "".join(out)
+    m = {"l": 0, "r": 0, "t": 0, "b": 0, **lay.get("margin", {})}
+    area = (f"left: {int(m['l'])}px; right: {int(m['r'])}px; top: {int(m['t'])}px; bottom: {int(m['b'])}px; "
+            f"--s: min(calc(100cqw / {_n(rw)}), calc(100cqh / {_n(rh)}));")
+    return f'<div class="tvd-plot" style="{area}">' + "".join(out) + "</div>"
 
 
 def first_picture_html(trace_id: str, view: ViewOptions = DEFAULT_VIEW, draw: DrawOptions = DEFAULT_DRAW, *,
@@ -87,15 +95,13 @@ def first_picture_html(trace_id: str, view: ViewOptions = DEFAULT_VIEW, draw: Dr
     body = images_html(figure)
     if body is None:
         return ""
-    margin = {"l": 0, "r": 0, "t": 0, "b": 0, **figure["layout"].get("margin", {})}
     graph = registry.get(trace_id).graph
     colours = get_theme(draw.theme).page_style()
     page = f"background: {colours['background']}; color: {colours['color']};"
-    plot = f"left: {int(margin['l'])}px; right: {int(margin['r'])}px; top: {int(margin['t'])}px; bottom: {int(margin['b'])}px;"
     name = html.escape(graph.model_name or "model")
     return (f'{STYLE}<div id="{PICTURE_ID}" style="{page}" aria-hidden="true">'
             f'<div class="tvd-picture" style="height: {html.escape(height)}; margin-top: {int(top_px)}px;">'
-            f'<div class="tvd-plot" style="{plot}">{body}</div></div>'
+            f"{body}</div>"
             f'<div class="tvd-picture-head"><b>{name}</b> · '
             f"{graph.total_params:,} parameters · {graph.op_count:,} ops · loading the interactive view…</div>"
             "</div>")
