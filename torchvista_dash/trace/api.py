@@ -161,8 +161,7 @@ def _finalize(rec: Recorder, model_name: str, error: BaseException | None,
             traceback=_user_traceback(error),
             node=error_node,
         )
-    nodes = rec.nodes if rec.meter is None else rec.meter.apply(rec.nodes)
-    return Graph(nodes=tuple(nodes), edges=tuple(rec.edges), module_calls=tuple(rec.build_calls(failed_calls)),
+    return Graph(nodes=tuple(rec.nodes), edges=tuple(rec.edges), module_calls=tuple(rec.build_calls(failed_calls)),
                  model_name=model_name, error=err_info,
                  versions=(("torch", torch.__version__), *versions), measured=("flops",) if rec.meter else ())
 

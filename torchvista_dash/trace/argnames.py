@@ -58,12 +58,23 @@ def items(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     The common case (one overload, no extra arguments) is one dict lookup; the rest is planned once per
     argument types.
     """
+    return items_for(entry(func), args, kwargs)
+
+
+def entry(func: Any) -> _Names:
+    """What is known about ``func``'s parameter names (found once per function; the recorder keeps it with
+    its other per-function facts and calls ``items_for`` directly)."""
     try:
-        e = _CACHE[func]
+        return _CACHE[func]
     except KeyError:
         e = _CACHE[func] = _resolve(func)
+        return e
     except TypeError:               # an unhashable callable
-        e = _UNKNOWN
+        return _UNKNOWN
+
+
+def items_for(e: _Names, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``items`` for a function whose ``entry`` is ``e``."""
     if e.overloads is None and len(args) <= len(e.names):
         pairs: Any = zip(e.names, args)  # noqa: B905 - names may be longer than args
     else:

@@ -94,9 +94,7 @@ class FlopMeter:
         self.counting = learned.counting
         self.none = learned.none
         self.known = learned.known
-        self.last = 0
-        self.per_node: dict[int, int] = {}    # index of an op node -> its FLOPs (most ops have none)
-        self.unattributed = 0                 # FLOPs of calls that returned no tensor (no node to carry them)
+        self.last = 0          # the FLOPs of the last call ``run`` made (the recorder gives them to its node)
 
     def run(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         key: tuple[Any, ...] | None = None
@@ -134,21 +132,6 @@ class FlopMeter:
                 if len(self.known) >= _BOUND:
                     self.known.clear()
                 self.known[exact] = self.last
-        return out
-
-    def attribute(self, nodes: list[Node], before: int) -> None:
-        """The FLOPs just counted belong to the op node the recorder appended (if it made one)."""
-        if len(nodes) > before and nodes[-1].kind == "op":
-            i = len(nodes) - 1
-            self.per_node[i] = self.per_node.get(i, 0) + self.last
-        else:
-            self.unattributed += self.last
-
-    def apply(self, nodes: list[Node]) -> list[Node]:
-        """The recorded nodes with their FLOPs filled in."""
-        out = list(nodes)
-        for i, f in self.per_node.items():
-            out[i] = dataclasses.replace(out[i], flops=f)
         return out
 
 

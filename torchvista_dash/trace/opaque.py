@@ -25,7 +25,7 @@ def opaque_call(rec: Recorder, cid: str, site: str | None, module: Any, args: An
     rargs: list[tuple[str, str]] = []
     pending: list[tuple[str, str, TensorMeta, int]] = []
     for i, t in enumerate(flat_tensors(list(args))):
-        src, tname, meta, text = rec.lookup(t, cid)
+        _, src, tname, meta, text = rec.lookup(t, cid)
         pending.append((src, tname, meta, i))
         rargs.append((str(i), text))
     nid = f"n:{len(rec.nodes)}"

@@ -20,7 +20,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from ..graph import Edge, ModuleCall, Node, TensorMeta, call_id_for
-from .argnames import items as arg_items
+from .argnames import entry as arg_entry
+from .argnames import items_for as arg_items
 from .cost import FlopMeter
 from .describe import IN_PLACE_NONE_RETURN, clip, func_name, short_repr, source_path
 from .facts import METAS, ModelFacts, fast_factory, new_edge, new_node, tensor_meta
@@ -34,7 +35,23 @@ _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _Tensor = torch.Tensor
 _SCALARS = (bool, int, float, type(None))
 _SEQS = (list, tuple)
-_IN_PLACE: dict[str, bool] = {}     # op name -> does it write into its first argument (add_, __iadd__)?
+_NO_KWARGS: dict[str, Any] = {}      # shared, never written: most calls have no keyword arguments
+_new = object.__new__
+# func -> (name, writes into its first argument by its name (add_, __iadd__), returns None after writing into
+# it (__setitem__), its parameter names (argnames)): found once per function, one lookup per op
+_INFO: dict[Any, tuple[str, bool, bool, Any]] = {}
+
+
+def _func_info(func: Any, keep: bool) -> tuple[str, bool, bool, Any]:
+    name = func_name(func)
+    info = ((name, (name[-1] == "_" and name[0] != "_") or name.startswith("__i"), name in IN_PLACE_NONE_RETURN,
+             arg_entry(func)))
+    if keep:
+        try:
+            _INFO[func] = info
+        except TypeError:       # an unhashable callable
+            pass
+    return info
 
 
 class Recorder:
@@ -46,7 +63,7 @@ class Recorder:
         self.builtin = facts.builtin
         self.param_names = facts.param_names
         self.param_metas = facts.param_metas
-        self.param_storage = facts.param_storage
+        self.storage = facts.storage     # storage address -> parameter name, read on the first in-place op
         self.facts = facts.facts
         self.param_writes: dict[str, None] = {}     # parameters an in-place op wrote into (warned about)
         self.nodes: list[Node] = []
@@ -146,9 +163,9 @@ class Recorder:
             f = f.f_back
         return None
 
-    def lookup(self, t: torch.Tensor, parent: str | None) -> tuple[str, str, TensorMeta, str]:
-        """(node id, tensor name, meta, text) of the value ``t`` holds now; parameters/constants get a node
-        on first use.
+    def lookup(self, t: torch.Tensor, parent: str | None) -> tuple[Any, str, str, TensorMeta, str]:
+        """The producer entry (weak reference, node id, tensor name, meta, text) of the value ``t`` holds now;
+        parameters/constants get a node on first use.
 
         A parameter (or buffer) gets one node in each innermost call that reads it: it belongs to its module,
         not to the first call that used it, so calls sharing a weight (a module called twice, a tied
@@ -156,13 +173,13 @@ class Recorder:
         """
         e = self.producer.get(id(t))
         if e is not None and e[0]() is t:
-            return e[1], e[2], e[3], e[4]
+            return e
         q = self.param_names.get(id(t))
         if q is not None:
             key = (id(t), parent)
             e = self.param_nodes.get(key)
             if e is not None and e[0]() is t:
-                return e[1], e[2], e[3], e[4]
+                return e
         meta, text = self.param_metas.get(id(t)) or tensor_meta(t)
         nid = f"n:{len(self.nodes)}"
         self.nodes.append(new_node({
@@ -174,7 +191,7 @@ class Recorder:
             self.producer[id(t)] = entry
         else:
             self.param_nodes[key] = entry
-        return nid, entry[2], meta, text
+        return entry
 
     def add_input(self, name: str, t: torch.Tensor) -> None:
         """An input node; one tensor passed under several names is one node named ``a, b``."""
@@ -192,97 +209,100 @@ class Recorder:
         self.producer[id(t)] = (weakref.ref(t), nid, nid + "/0", meta, text)
 
     def add_output(self, name: str, t: torch.Tensor) -> None:
-        src, tname, meta, _ = self.lookup(t, None)
+        _, src, tname, meta, _ = self.lookup(t, None)
         nid = f"n:{len(self.nodes)}"
         self.nodes.append(new_node({"id": nid, "kind": "output", "name": name, "parent": None, "error": None,
                                      "args": (), "source": None, "params": (), "outputs": (meta,)}))
         self.edges.append(new_edge({"src": src, "dst": nid, "tensor": tname, "meta": meta, "dst_arg": 0}))
 
     def record(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any,
-               error: BaseException | None = None) -> None:
+               error: BaseException | None = None, flops: int = 0) -> None:
         """One op node: its tensor inputs become edges, its tensor outputs are now produced by it.
 
-        Nodes and edges are built final right here (ids are sequential), so nothing is converted later.
+        Nodes and edges are built final right here (ids are sequential), so nothing is converted later; they
+        are filled in directly (every field, the same object as ``Node(**fields)``: see ``facts.NODE_FIELDS``).
         An op that raised is kept aside: it becomes a node only if its exception ends the forward pass.
         """
-        name = func_name(func)
+        try:
+            info = _INFO[func]
+        except (KeyError, TypeError):
+            info = _func_info(func, error is None)
         stack = self.stack
         parent = stack[-1] if stack else None
         source = self.source()
         pnames = self.param_names
-        sizes = self.sizes
+        producer = self.producer
         rargs: list[tuple[str, str]] = []
         params: list[str] = []
-        pending: list[tuple[str, str, TensorMeta, int]] = []
-        producer = self.producer
-        pos = 0
-        for key, a in arg_items(func, args, kwargs):
+        pending: list[tuple[tuple[Any, str, str, TensorMeta, str], int]] = []   # (producer entry, position)
+        for pos, (key, a) in enumerate(arg_items(info[3], args, kwargs)):
             if isinstance(a, _Tensor):
-                ia = id(a)
-                e = producer.get(ia)
-                if e is not None and e[0]() is a:
-                    pending.append((e[1], e[2], e[3], pos))
-                    rargs.append((key, e[4]))
-                else:
-                    src, tname, meta, text = self.lookup(a, parent)
-                    pending.append((src, tname, meta, pos))
-                    rargs.append((key, text))
-                if ia in pnames:
-                    params.append(pnames[ia])
+                e = producer.get(id(a))
+                if e is None or e[0]() is not a:
+                    e = self.lookup(a, parent)
+                pending.append((e, pos))
+                rargs.append((key, e[4]))
+                q = pnames.get(id(a))
+                if q is not None:
+                    params.append(q)
             elif type(a) in _SCALARS:
                 rargs.append((key, repr(a)))
             elif type(a) in _SEQS and a and any(isinstance(x, _Tensor) for x in a):
                 parts: list[str] = []
                 for x in a:
                     if isinstance(x, _Tensor):
-                        src, tname, meta, text = self.lookup(x, parent)
-                        pending.append((src, tname, meta, pos))
-                        parts.append(text)
-                        ix = id(x)
-                        if ix in pnames:
-                            params.append(pnames[ix])
+                        e = self.lookup(x, parent)
+                        pending.append((e, pos))
+                        parts.append(e[4])
+                        q = pnames.get(id(x))
+                        if q is not None:
+                            params.append(q)
                     else:
-                        parts.append(short_repr(x, sizes))
+                        parts.append(short_repr(x, self.sizes))
                 rargs.append((key, clip("[" + ", ".join(parts) + "]")))
             else:
-                rargs.append((key, short_repr(a, sizes)))
-            pos += 1
+                rargs.append((key, short_repr(a, self.sizes)))
+        name = info[0]
         if error is not None:
-            self.failed_ops.append((name, parent, source, tuple(rargs), tuple(params), pending, error))
+            self.failed_ops.append((name, parent, source, tuple(rargs), tuple(params),
+                                    [(e[1], e[2], e[3], p) for e, p in pending], error))
             return
-        in_place = _IN_PLACE.get(name)
-        if in_place is None:
-            in_place = _IN_PLACE[name] = (name[-1] == "_" and name[0] != "_") or name.startswith("__i")
-        if "out" in kwargs:
-            in_place = True
-        if in_place and self.param_storage and args and isinstance(args[0], _Tensor):
+        in_place = info[1] or "out" in kwargs
+        if in_place and args and isinstance(args[0], _Tensor):
             self.note_write(args[0])
-        if out is None and name in IN_PLACE_NONE_RETURN and args and isinstance(args[0], _Tensor):
+        if out is None and info[2] and args and isinstance(args[0], _Tensor):
             out, in_place = args[0], True
-        nid = f"n:{len(self.nodes)}"     # after its parameter/constant inputs: ids stay in topological order
+        nodes = self.nodes
+        nid = f"n:{len(nodes)}"     # after its parameter/constant inputs: ids stay in topological order
         if isinstance(out, _Tensor):     # the common case: one tensor out
-            m = METAS.get((tuple(out.shape), out.dtype, out.device))
-            meta, text = m if m is not None else tensor_meta(out)
-            outputs: tuple[TensorMeta, ...] = (meta,)
+            m = METAS.get((out.shape, out.dtype, out.device))   # a torch.Size hashes and compares as its tuple
+            if m is None:
+                m = tensor_meta(out)
+            outputs: tuple[TensorMeta, ...] = (m[0],)
             # An op that hands back a parameter it was given, unchanged (p.to(same dtype)), does not take
             # over the parameter: later users still connect to the parameter node. Activations chain through.
             if in_place or id(out) not in pnames:
-                producer[id(out)] = (weakref.ref(out), nid, nid + "/0", meta, text)
+                producer[id(out)] = (weakref.ref(out), nid, nid + "/0", m[0], m[1])
         else:
             metas: list[TensorMeta] = []
             for i, t in enumerate(flat_tensors(out)):
-                m = METAS.get((tuple(t.shape), t.dtype, t.device))
-                meta, text = m if m is not None else tensor_meta(t)
-                metas.append(meta)
+                m = METAS.get((t.shape, t.dtype, t.device))
+                if m is None:
+                    m = tensor_meta(t)
+                metas.append(m[0])
                 if in_place or id(t) not in pnames:
-                    producer[id(t)] = (weakref.ref(t), nid, f"{nid}/{i}", meta, text)
+                    producer[id(t)] = (weakref.ref(t), nid, f"{nid}/{i}", m[0], m[1])
             outputs = tuple(metas)
-        self.nodes.append(new_node({"id": nid, "kind": "op", "name": name, "parent": parent, "error": None,
-                                     "args": tuple(rargs), "source": source, "params": tuple(params),
-                                     "outputs": outputs}))
-        edges = self.edges
-        for src, tname, meta, p in pending:
-            edges.append(new_edge({"src": src, "dst": nid, "tensor": tname, "meta": meta, "dst_arg": p}))
+        node = _new(Node)
+        node.__dict__.update({"id": nid, "kind": "op", "name": name, "parent": parent, "error": None,
+                              "args": tuple(rargs), "source": source, "params": tuple(params),
+                              "outputs": outputs, "flops": flops, "time_ms": None})
+        nodes.append(node)
+        append = self.edges.append
+        for e, p in pending:
+            edge = _new(Edge)
+            edge.__dict__.update({"src": e[1], "dst": nid, "tensor": e[2], "meta": e[3], "dst_arg": p})
+            append(edge)
 
     def failed_node(self, error: BaseException) -> str | None:
         """Add the node of the op whose exception ended the forward pass (if an op raised it); its id."""
@@ -323,7 +343,7 @@ class Recorder:
             ptr = t.untyped_storage().data_ptr()
         except (RuntimeError, NotImplementedError):     # tensors without a plain storage
             return
-        q = self.param_storage.get(ptr)
+        q = self.storage().get(ptr)
         if q is not None:
             self.param_writes[q] = None
 
@@ -360,26 +380,28 @@ class RecordingMode(TorchFunctionMode):
         # While this runs, torch has popped the mode: torch calls made inside ``func`` (F.gelu calling
         # torch's gelu, Tensor.split calling narrow) do not come back here, so only the outermost is recorded.
         if kwargs is None:
-            kwargs = {}
+            kwargs = _NO_KWARGS
         rec = self.rec
         meter = rec.meter
-        before = len(rec.nodes)
+        flops = 0
         try:
-            out = func(*args, **kwargs) if meter is None else meter.run(func, args, kwargs)
+            if meter is None:
+                out = func(*args, **kwargs)
+            else:
+                out = meter.run(func, args, kwargs)
+                flops = meter.last      # given to the op's node (an op recorded with no node: counted nowhere)
         except Exception as exc:
-            rec.record(func, args, kwargs, None, error=exc)
+            rec.record(func, args, kwargs, None, exc)
             raise
         if isinstance(out, _Tensor):
-            rec.record(func, args, kwargs, out)
+            rec.record(func, args, kwargs, out, None, flops)
         elif out is None:
             if args and isinstance(args[0], _Tensor) and func_name(func) in IN_PLACE_NONE_RETURN:
-                rec.record(func, args, kwargs, out)
+                rec.record(func, args, kwargs, out, None, flops)
         elif type(out) is torch.Size:
             rec.note_size(args, out)
         elif isinstance(out, _SEQS) and flat_tensors(out):
-            rec.record(func, args, kwargs, out)
-        if meter is not None and meter.last:
-            meter.attribute(rec.nodes, before)
+            rec.record(func, args, kwargs, out, None, flops)
         return out
 
 
