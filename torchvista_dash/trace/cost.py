@@ -73,6 +73,9 @@ class _Learned:
         self.counting: set[Any] = set()        # functions that counted FLOPs once: always measured
         self.none: set[tuple[Any, ...]] = set()  # (function, ranks of its tensor arguments) that counted none
         self.known: dict[tuple[Any, ...], int] = {}   # (function, argument shapes and values) -> its FLOPs
+        # functions that counted none and returned a shape, a number or a bool (``size``, ``dim``, ``shape``):
+        # no node carries what they count, so they are never measured again
+        self.scalar: set[Any] = set()
 
 
 _LEARNED: dict[str, _Learned] = {}
@@ -94,6 +97,7 @@ class FlopMeter:
         self.counting = learned.counting
         self.none = learned.none
         self.known = learned.known
+        self.scalar = learned.scalar
         self.last = 0          # the FLOPs of the last call ``run`` made (the recorder gives them to its node)
 
     def run(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -107,8 +111,11 @@ class FlopMeter:
                 if exact is not None and exact in self.known:
                     self.last = self.known[exact]
                     return func(*args, **kwargs)
+            elif func in self.scalar:
+                self.last = 0
+                return func(*args, **kwargs)
             else:
-                key = (func, *_ranks(args))
+                key = _rank_key(func, args)
                 if key in self.none:
                     self.last = 0
                     return func(*args, **kwargs)
@@ -116,6 +123,7 @@ class FlopMeter:
             key = exact = None
         c = self.counter
         before = c.total
+        out: Any = None
         try:
             with self.mode:
                 out = func(*args, **kwargs)
@@ -124,6 +132,8 @@ class FlopMeter:
             if key is not None:
                 if self.last > 0:
                     self.counting.add(func)
+                elif type(out) in _SCALAR_OUT:
+                    self.scalar.add(func)
                 elif not _has_empty(args):
                     if len(self.none) >= _BOUND:
                         self.none.clear()
@@ -135,13 +145,12 @@ class FlopMeter:
         return out
 
 
-def _ranks(args: tuple[Any, ...]) -> tuple[int, ...]:
-    """The ranks of the first tensor arguments (-1: a parameter or other subclass, whose ``dim()`` would run
-    its Python ``__torch_function__``): ``matmul`` of two vectors counts none, of two matrices it counts."""
-    out = []
+def _rank_key(func: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``func`` and the ranks of its first tensor arguments (-1: a parameter or other subclass, whose ``dim()``
+    could run a Python ``__torch_function__``): ``matmul`` of two vectors counts none, of two matrices it counts."""
+    out = [func]
     for a in args[:3]:
-        t = type(a)
-        if t is _Tensor:
+        if type(a) is _Tensor:
             out.append(a.dim())
         elif isinstance(a, _Tensor):
             out.append(-1)
@@ -156,36 +165,51 @@ def _has_empty(args: tuple[Any, ...]) -> bool:
 
 
 _PLAIN = (int, float, bool, str, type(None), torch.dtype, torch.device, torch.memory_format, torch.layout)
+_SCALAR_OUT = frozenset({torch.Size, int, float, bool})
+# Tensor types whose .shape/.dtype/.device run no Python ``__torch_function__`` (Parameter's is torch's disabled one)
+_DIRECT = frozenset({_Tensor, torch.nn.Parameter})
 
 
 def _call_key(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
     """What a FLOP formula can depend on: each tensor's shape, dtype and device, every other argument's value;
     None when an argument is neither (then the call is measured)."""
-    with torch._C.DisableTorchFunctionSubclass():   # a Parameter's .shape would run Python __torch_function__
-        parts: list[Any] = [func]
-        for a in args:
-            p = _key_part(a)
-            if p is _NO_KEY:
-                return None
-            parts.append(p)
-        for k in sorted(kwargs):
-            p = _key_part(kwargs[k])
-            if p is _NO_KEY:
-                return None
-            parts.append((k, p))
+    key = _key_parts(func, args, kwargs)
+    if key is _SUBCLASS:        # a tensor subclass with its own __torch_function__: read with it off
+        with torch._C.DisableTorchFunctionSubclass():
+            key = _key_parts(func, args, kwargs, True)
+    return key
+
+
+def _key_parts(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], any_type: bool = False) -> Any:
+    parts: list[Any] = [func]
+    for a in args:
+        p = _key_part(a, any_type)
+        if p is _NO_KEY or p is _SUBCLASS:
+            return None if p is _NO_KEY else p
+        parts.append(p)
+    for k in sorted(kwargs):
+        p = _key_part(kwargs[k], any_type)
+        if p is _NO_KEY or p is _SUBCLASS:
+            return None if p is _NO_KEY else p
+        parts.append((k, p))
     return tuple(parts)
 
 
 _NO_KEY = object()
+_SUBCLASS = object()
 
 
-def _key_part(a: Any) -> Any:
+def _key_part(a: Any, any_type: bool = False) -> Any:
     if isinstance(a, _Tensor):
-        return (tuple(a.shape), a.dtype, a.device.type)
+        if not any_type and type(a) not in _DIRECT:
+            return _SUBCLASS
+        return (a.shape, a.dtype, a.device)     # a torch.Size hashes and compares as its tuple
     if isinstance(a, _PLAIN):
         return a
     if isinstance(a, (tuple, list)) and len(a) <= 16:
-        parts = tuple(_key_part(x) for x in a)
+        parts = tuple(_key_part(x, any_type) for x in a)
+        if any(p is _SUBCLASS for p in parts):
+            return _SUBCLASS
         return _NO_KEY if any(p is _NO_KEY for p in parts) else (type(a).__name__, parts)
     return _NO_KEY
 

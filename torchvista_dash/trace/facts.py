@@ -15,11 +15,13 @@ import torch
 from ..graph import Edge, Node, ParamInfo, TensorMeta
 from .describe import dtype_name, meta_text
 
-METAS: dict[tuple[Any, ...], tuple[TensorMeta, str]] = {}
+# (shape, dtype, device) -> (TensorMeta, its text, the 1-tuple of it: an op's outputs, shared)
+METAS: dict[tuple[Any, ...], tuple[TensorMeta, str, tuple[TensorMeta]]] = {}
 
 
-def tensor_meta(t: torch.Tensor) -> tuple[TensorMeta, str]:
-    """The (shared, immutable) TensorMeta of ``t`` and its text; interned because most shapes repeat."""
+def tensor_meta(t: torch.Tensor) -> tuple[TensorMeta, str, tuple[TensorMeta]]:
+    """The (shared, immutable) TensorMeta of ``t``, its text and ``(meta,)``; interned because most shapes repeat
+    (and objects made once are not new work for the garbage collector after every trace)."""
     key = (tuple(t.shape), t.dtype, t.device)
     m = METAS.get(key)
     if m is None:
@@ -27,7 +29,7 @@ def tensor_meta(t: torch.Tensor) -> tuple[TensorMeta, str]:
             METAS.clear()
         dt = key[1]
         meta = TensorMeta(shape=key[0], dtype=dtype_name(dt), device=str(key[2]), nbytes=t.numel() * dt.itemsize)
-        m = METAS[key] = (meta, meta_text(meta))
+        m = METAS[key] = (meta, meta_text(meta), (meta,))
     return m
 
 
@@ -59,20 +61,11 @@ def module_info(m: torch.nn.Module, num_params: int) -> tuple[Any, ...]:
     __getattribute__ (a Hugging Face config) runs Python code.
     """
     name, builtin, custom_repr = class_info(type(m))
-    params: tuple[ParamInfo, ...] = ()
-    if isinstance(m, torch.jit.ScriptModule):
+    script = isinstance(m, torch.jit.ScriptModule)
+    if script:
         name, custom_repr = getattr(m, "original_name", None) or name, False
-    if m._parameters or m._buffers:
-        params = tuple(
-            new_param({"name": n, "shape": tuple(p.shape), "dtype": dtype_name(p.dtype),
-                        "trainable": p.requires_grad, "is_buffer": False})
-            for n, p in m._parameters.items() if p is not None and not is_uninitialized(p)
-        ) + tuple(
-            new_param({"name": n, "shape": tuple(b.shape), "dtype": dtype_name(b.dtype), "trainable": False,
-                        "is_buffer": True})
-            for n, b in m._buffers.items() if b is not None and not is_uninitialized(b)
-        )
-    extra = SCRIPT_NOTE if isinstance(m, torch.jit.ScriptModule) else ""
+    params = _param_infos(m) if m._parameters or m._buffers else ()
+    extra = SCRIPT_NOTE if script else ""
     if custom_repr:
         try:
             extra = m.extra_repr()
@@ -90,7 +83,29 @@ def module_info(m: torch.nn.Module, num_params: int) -> tuple[Any, ...]:
             attrs.append((k, repr(v)))
             if len(attrs) >= 12:
                 break
-    return name, builtin, num_params, params, extra, tuple(attrs)
+    at = tuple(attrs)
+    return name, builtin, num_params, params, extra, _PARAM_INFOS.setdefault(at, at) if at else at
+
+
+# (name, shape, dtype, trainable, is_buffer) of a module's parameters and buffers -> their ParamInfo tuple: the
+# same layer shapes recur (12 decoder blocks, every trace of a model), made once and shared; a module's
+# attributes likewise (an attrs tuple is its own key). Bounded.
+_PARAM_INFOS: dict[tuple[Any, ...], tuple[ParamInfo, ...]] = {}
+
+
+def _param_infos(m: torch.nn.Module) -> tuple[ParamInfo, ...]:
+    """ParamInfo of ``m``'s own parameters, then its buffers (not the lazy ones, which have no shape yet)."""
+    key = tuple((n, p.shape, p.dtype, p.requires_grad, False) for n, p in m._parameters.items()
+                if p is not None and not is_uninitialized(p)) + tuple(
+        (n, b.shape, b.dtype, False, True) for n, b in m._buffers.items() if b is not None and not is_uninitialized(b))
+    infos = _PARAM_INFOS.get(key)
+    if infos is None:
+        if len(_PARAM_INFOS) > 20_000:
+            _PARAM_INFOS.clear()
+        infos = _PARAM_INFOS[key] = tuple(
+            new_param({"name": n, "shape": tuple(shape), "dtype": dtype_name(dt), "trainable": trainable,
+                       "is_buffer": is_buffer}) for n, shape, dt, trainable, is_buffer in key)
+    return infos
 
 
 def fast_factory(cls: type) -> Any:
@@ -144,7 +159,7 @@ class ModelFacts:
         self.module_names = {id(m): q for q, m in modules}
         self.builtin = {id(m): class_info(type(m))[1] for _, m in modules}
         self.param_names: dict[int, str] = {}
-        self.param_metas: dict[int, tuple[TensorMeta, str]] = {}
+        self.param_metas: dict[int, tuple[TensorMeta, str, tuple[TensorMeta]]] = {}
         self._storage: dict[int, str] | None = None
         self.subtree: dict[str, int] = {}     # qualname -> parameters in its subtree (shared ones once)
         self.lazy = False

@@ -31,7 +31,7 @@ def opaque_call(rec: Recorder, cid: str, site: str | None, module: Any, args: An
     nid = f"n:{len(rec.nodes)}"
     metas: list[TensorMeta] = []
     for i, t in enumerate(flat_tensors(result)):
-        meta, text = tensor_meta(t)
+        meta, text, _ = tensor_meta(t)
         metas.append(meta)
         rec.producer[id(t)] = (weakref.ref(t), nid, f"{nid}/{i}", meta, text)
     rec.nodes.append(new_node({

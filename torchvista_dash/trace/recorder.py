@@ -40,6 +40,10 @@ _new = object.__new__
 # func -> (name, writes into its first argument by its name (add_, __iadd__), returns None after writing into
 # it (__setitem__), its parameter names (argnames)): found once per function, one lookup per op
 _INFO: dict[Any, tuple[str, bool, bool, Any]] = {}
+# Immutable tuples of text (an op's arguments, its parameters) made once and shared by every node that has
+# them: less memory, and objects from earlier traces are no new work for the garbage collector. Bounded.
+_SHARED: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+_SHARED_BOUND = 200_000
 
 
 def _func_info(func: Any, keep: bool) -> tuple[str, bool, bool, Any]:
@@ -84,6 +88,8 @@ class Recorder:
         self.meter: FlopMeter | None = None     # counts each op's FLOPs when set (cost.py)
         # Module hooks are process-wide: only calls made by the tracing thread belong to this trace.
         self.thread = get_ident()
+        if len(_SHARED) > _SHARED_BOUND:
+            _SHARED.clear()
 
     # ---- module hooks ------------------------------------------------------------------
     def pre_hook(self, module: torch.nn.Module, args: Any) -> None:
@@ -180,12 +186,12 @@ class Recorder:
             e = self.param_nodes.get(key)
             if e is not None and e[0]() is t:
                 return e
-        meta, text = self.param_metas.get(id(t)) or tensor_meta(t)
+        meta, text, outputs = self.param_metas.get(id(t)) or tensor_meta(t)
         nid = f"n:{len(self.nodes)}"
         self.nodes.append(new_node({
             "id": nid, "kind": "constant" if q is None else "parameter", "name": "constant" if q is None else q,
             "parent": parent, "error": None, "args": (), "source": None, "params": () if q is None else (q,),
-            "outputs": (meta,)}))
+            "outputs": outputs}))
         entry = (weakref.ref(t), nid, nid + "/0", meta, text)
         if q is None:
             self.producer[id(t)] = entry
@@ -202,7 +208,7 @@ class Recorder:
             if node.kind == "input":
                 self.nodes[idx] = dataclasses.replace(node, name=f"{node.name}, {name}")
                 return
-        meta, text = tensor_meta(t)
+        meta, text, _ = tensor_meta(t)
         nid = f"n:{len(self.nodes)}"
         self.nodes.append(new_node({"id": nid, "kind": "input", "name": name, "parent": None, "error": None,
                                      "args": (), "source": None, "params": (), "outputs": (meta,)}))
@@ -278,7 +284,7 @@ class Recorder:
             m = METAS.get((out.shape, out.dtype, out.device))   # a torch.Size hashes and compares as its tuple
             if m is None:
                 m = tensor_meta(out)
-            outputs: tuple[TensorMeta, ...] = (m[0],)
+            outputs: tuple[TensorMeta, ...] = m[2]
             # An op that hands back a parameter it was given, unchanged (p.to(same dtype)), does not take
             # over the parameter: later users still connect to the parameter node. Activations chain through.
             if in_place or id(out) not in pnames:
@@ -293,9 +299,15 @@ class Recorder:
                 if in_place or id(t) not in pnames:
                     producer[id(t)] = (weakref.ref(t), nid, f"{nid}/{i}", m[0], m[1])
             outputs = tuple(metas)
+        # the same arguments (and parameters) recur across layers and traces: one shared tuple for each
+        rt = tuple(rargs)
+        rt = _SHARED.setdefault(rt, rt)
+        pt = tuple(params)
+        if pt:
+            pt = _SHARED.setdefault(pt, pt)
         node = _new(Node)
         node.__dict__.update({"id": nid, "kind": "op", "name": name, "parent": parent, "error": None,
-                              "args": tuple(rargs), "source": source, "params": tuple(params),
+                              "args": rt, "source": source, "params": pt,
                               "outputs": outputs, "flops": flops, "time_ms": None})
         nodes.append(node)
         append = self.edges.append

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
-from operator import is_
+from operator import attrgetter, is_
 from typing import Any
 
 import torch
@@ -33,18 +33,27 @@ def is_lazy(m: torch.nn.Module) -> bool:
 
 
 class ModelState:
-    """What ``restore()`` puts back: taken before the trace, applied in a ``finally``."""
+    """What ``restore()`` puts back: taken before the trace, applied in a ``finally``.
+
+    Both passes run once per trace over every module and parameter, so they are written as C-level ``map``s
+    over flat lists (attribute getters, identity comparisons) rather than a Python loop per object.
+    """
 
     def __init__(self, model: torch.nn.Module, named: list[tuple[str, torch.nn.Module]] | None = None) -> None:
         named = list(model.named_modules()) if named is None else named
         self.modules = [m for _, m in named]
-        self.training = [m.training for m in self.modules]
-        # (module __dict__, shallow copy, [(table, copy of its contents)]) for ordinary (not lazy, not scripted) ones
-        self.dicts: list[tuple[dict[str, Any], dict[str, Any], list[tuple[Any, Any]]]] = []
-        self.params: list[tuple[str, torch.nn.Parameter, bool, int, torch.Tensor]] = []
+        self.training = list(map(_training, self.modules))
+        # for ordinary (not lazy, not scripted) modules: each __dict__ and its shallow copy; their non-empty
+        # bookkeeping tables with a copy of their contents; the empty ones (most hook tables), to empty again
+        self.mds: list[dict[str, Any]] = []
+        self.saved: list[dict[str, Any]] = []
+        self.full: list[tuple[Any, Any]] = []
+        self.empty: list[Any] = []
         # values are always copied back: kernels such as batch_norm update running stats without bumping
         # the tensor's version counter, so "unchanged" cannot be told cheaply
         self.buffers: list[tuple[torch.nn.Module, str, torch.Tensor, torch.Tensor]] = []
+        names: list[str] = []
+        params: list[torch.nn.Parameter] = []
         script = torch.jit.ScriptModule
         with torch.no_grad(), torch._C.DisableTorchFunctionSubclass():   # no Parameter.__torch_function__
             lazy: set[int] = {id(m) for m in self.modules if is_lazy(m)}
@@ -54,17 +63,28 @@ class ModelState:
                     continue
                 if not isinstance(m, script):
                     md = m.__dict__
-                    # most tables are empty hook dicts: those need no copy, only to be empty again
-                    tables = [(v, v.copy() if v else None) for v in map(md.get, _TABLE_NAMES)
-                              if type(v) in _TABLE_TYPES or isinstance(v, (dict, set))]
-                    self.dicts.append((md, dict(md), tables))
+                    self.mds.append(md)
+                    for v in map(md.get, _TABLE_NAMES):
+                        if type(v) in _TABLE_TYPES or isinstance(v, (dict, set)):
+                            if v:
+                                self.full.append((v, v.copy()))
+                            else:
+                                self.empty.append(v)
                 for name, b in m._buffers.items():
                     if b is not None:
                         self.buffers.append((m, name, b, b.detach().clone()))
                 for name, p in m._parameters.items():
                     if p is not None and id(p) not in seen:
                         seen.add(id(p))
-                        self.params.append((f"{q}.{name}" if q else name, p, p.requires_grad, _version(p), p.data))
+                        names.append(f"{q}.{name}" if q else name)
+                        params.append(p)
+            self.saved = list(map(dict, self.mds))
+            self.names = names
+            self.params = params
+            self.grads = list(map(_requires_grad, params))
+            self.ptrs = list(map(_data_ptr, params))
+            self.datas = list(map(_data, params))
+            self.versions = list(map(_version, params))
 
     def restore(self) -> list[str]:
         """Put every snapshotted object, flag and value back (never raises on a well-formed model).
@@ -73,14 +93,14 @@ class ModelState:
         """
         written: list[str] = []
         with torch.no_grad(), torch._C.DisableTorchFunctionSubclass():
-            for md, saved, tables in self.dicts:
-                for table, copy in tables:
-                    if copy is None:
-                        if table:
-                            table.clear()
-                    elif not _same(table, copy):
-                        table.clear()
-                        table.update(copy)
+            if any(self.empty):
+                for table in self.empty:
+                    table.clear()
+            for table, copy in self.full:
+                if not _same(table, copy):
+                    table.clear()
+                    table.update(copy)
+            for md, saved in zip(self.mds, self.saved, strict=True):
                 # the same keys in the same order holding the same objects (compared by identity: an equal key
                 # that is another object only costs a needless put-back)
                 if len(md) != len(saved) or not all(map(is_, md, saved)) \
@@ -88,16 +108,26 @@ class ModelState:
                     # an attribute, buffer or submodule set, added or deleted in forward
                     md.clear()
                     md.update(saved)
-            for m, flag in zip(self.modules, self.training, strict=True):
-                if m.training is not flag:     # scripted modules keep the flag elsewhere; set it back there too
-                    m.training = flag
-            for name, p, rg, version, data in self.params:
-                if p.requires_grad != rg:
-                    p.requires_grad_(rg)
-                if p.data_ptr() != data.data_ptr():
-                    p.data = data              # the whole tensor was swapped: the old one is still here
-                elif version >= 0 and _version(p) != version:
-                    written.append(name)
+            if not all(map(is_, map(_training, self.modules), self.training)):
+                for m, flag in zip(self.modules, self.training, strict=True):
+                    if m.training is not flag:   # scripted modules keep the flag elsewhere; set it back there too
+                        m.training = flag
+            params = self.params
+            if list(map(_requires_grad, params)) != self.grads:
+                for p, rg in zip(params, self.grads, strict=True):
+                    if p.requires_grad != rg:
+                        p.requires_grad_(rg)
+            swapped = set()
+            if list(map(_data_ptr, params)) != self.ptrs:
+                for i, (p, ptr) in enumerate(zip(params, self.ptrs, strict=True)):
+                    if p.data_ptr() != ptr:
+                        p.data = self.datas[i]     # the whole tensor was swapped: the old one is still here
+                        swapped.add(i)
+            versions = list(map(_version, params))
+            if versions != self.versions:
+                for i, (v, saved_v) in enumerate(zip(versions, self.versions, strict=True)):
+                    if i not in swapped and saved_v >= 0 and v != saved_v:
+                        written.append(self.names[i])
             for m, name, b, saved_value in self.buffers:
                 if b.device.type == "meta":
                     continue
@@ -113,6 +143,12 @@ class ModelState:
                 except RuntimeError:           # cannot be written (an unusual tensor): put the saved copy in
                     m._buffers[name] = saved_value
         return written
+
+
+_training = attrgetter("training")
+_requires_grad = attrgetter("requires_grad")
+_data = attrgetter("data")
+_data_ptr = torch.Tensor.data_ptr
 
 
 def _version(p: torch.Tensor) -> int:
