@@ -79,6 +79,7 @@ def _trace(model: torch.nn.Module, args: tuple[Any, ...], kw: dict[str, Any], na
         finally:
             for h in handles:
                 h.remove()
+        rec.read_facts()
         if error is None:
             for path, t in iter_tensors(result, "output", top=True):
                 rec.add_output(path, t)
@@ -143,7 +144,8 @@ def _unwrap(model: Any) -> torch.nn.Module:
 
 def _finalize(rec: Recorder, model_name: str, error: BaseException | None,
               versions: tuple[tuple[str, str], ...]) -> Graph:
-    """Freeze what was recorded into a Graph (nodes and edges are already final; calls and the error here)."""
+    """Freeze what was recorded into a Graph (the ops recorded raw become Nodes and Edges; calls and the error here)."""
+    rec.finish()
     failed_calls: set[str] = set()
     err_info = None
     if error is not None:

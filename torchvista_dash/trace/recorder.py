@@ -70,8 +70,9 @@ class Recorder:
         self.storage = facts.storage     # storage address -> parameter name, read on the first in-place op
         self.facts = facts.facts
         self.param_writes: dict[str, None] = {}     # parameters an in-place op wrote into (warned about)
-        self.nodes: list[Node] = []
-        self.edges: list[Edge] = []
+        # Node/Edge objects, and for each op recorded raw its tuple in both lists until ``finish``
+        self.nodes: list[Any] = []
+        self.edges: list[Any] = []
         # id(tensor) -> (weakref to it, node id, tensor name "n:i/k", meta, text): who holds its value now
         self.producer: dict[int, tuple[Any, str, str, TensorMeta, str]] = {}
         # (id(parameter), innermost call) -> the same entry for that call's node of the parameter
@@ -120,7 +121,6 @@ class Recorder:
             exc = sys.exc_info()[1]
             if exc is not None:     # called from _call_impl's except block: forward raised
                 self.failed_exits.append((cid, exc))
-        self.facts(mid)          # read once, when the module's first call ends (a lazy one has materialised)
         if self.starts.pop() == len(self.nodes) and result is not None:
             if isinstance(module, torch.jit.ScriptModule):
                 opaque_call(self, cid, site, module, args, result)
@@ -299,22 +299,41 @@ class Recorder:
                 if in_place or id(t) not in pnames:
                     producer[id(t)] = (weakref.ref(t), nid, f"{nid}/{i}", m[0], m[1])
             outputs = tuple(metas)
-        # the same arguments (and parameters) recur across layers and traces: one shared tuple for each
-        rt = tuple(rargs)
-        rt = _SHARED.setdefault(rt, rt)
-        pt = tuple(params)
-        if pt:
-            pt = _SHARED.setdefault(pt, pt)
-        node = _new(Node)
-        node.__dict__.update({"id": nid, "kind": "op", "name": name, "parent": parent, "error": None,
-                              "args": rt, "source": source, "params": pt,
-                              "outputs": outputs, "flops": flops, "time_ms": None})
-        nodes.append(node)
-        append = self.edges.append
-        for e, p in pending:
-            edge = _new(Edge)
-            edge.__dict__.update({"src": e[1], "dst": nid, "tensor": e[2], "meta": e[3], "dst_arg": p})
-            append(edge)
+        # The op's Node and Edges are made after the forward pass (``finish``), in one tight loop: between two
+        # ops of a big model the caches are cold, so work done here costs several times what it costs there.
+        raw = (nid, name, parent, rargs, source, params, outputs, flops, pending)
+        nodes.append(raw)
+        self.edges.append(raw)
+
+    def finish(self) -> None:
+        """Turn the ops recorded raw (``record``) into their Node and Edges, in place and in order."""
+        nodes = self.nodes
+        for i, r in enumerate(nodes):
+            if type(r) is tuple:
+                nid, name, parent, rargs, source, params, outputs, flops, _ = r
+                # the same arguments (and parameters) recur across layers and traces: one shared tuple for each
+                rt = tuple(rargs)
+                rt = _SHARED.setdefault(rt, rt)
+                pt = tuple(params)
+                if pt:
+                    pt = _SHARED.setdefault(pt, pt)
+                node = _new(Node)
+                node.__dict__.update({"id": nid, "kind": "op", "name": name, "parent": parent, "error": None,
+                                      "args": rt, "source": source, "params": pt,
+                                      "outputs": outputs, "flops": flops, "time_ms": None})
+                nodes[i] = node
+        edges: list[Any] = []
+        append = edges.append
+        for x in self.edges:
+            if type(x) is tuple:
+                nid = x[0]
+                for e, p in x[8]:
+                    edge = _new(Edge)
+                    edge.__dict__.update({"src": e[1], "dst": nid, "tensor": e[2], "meta": e[3], "dst_arg": p})
+                    append(edge)
+            else:
+                append(x)
+        self.edges = edges
 
     def failed_node(self, error: BaseException) -> str | None:
         """Add the node of the op whose exception ended the forward pass (if an op raised it); its id."""
@@ -367,6 +386,13 @@ class Recorder:
                 self.sizes[id(out)] = (out, e[1])
 
     # ---- result ------------------------------------------------------------------------
+    def read_facts(self) -> None:
+        """Read each called module's static facts, right after the forward pass (before the model is restored):
+        lazy modules have materialised; read here, in one loop, rather than between two ops of the pass."""
+        facts = self.facts
+        for c in self.calls:
+            facts(c[2])
+
     def build_calls(self, failed: set[str]) -> list[ModuleCall]:
         out = []
         new_call = fast_factory(ModuleCall)
