@@ -128,8 +128,8 @@ class Recorder:
                 pass_through(self, cid, site, result)
 
     # ---- ops ---------------------------------------------------------------------------
-    def source(self) -> str | None:
-        """file:line of the innermost frame outside torch and this package.
+    def source(self) -> Any:
+        """file:line of the innermost frame outside torch and this package (or its (file, line) pair).
 
         Called only from ``record``, itself called only from ``__torch_function__``: the walk starts above both.
         If the first few frames are all torch code and the innermost module call is a built-in one, the answer
@@ -145,7 +145,7 @@ class Recorder:
             if e is None or e[0] is not code:
                 e = self._classify(code)
             if e[1] is not None:
-                return f"{e[1]}:{f.f_lineno}"
+                return (e[1], f.f_lineno)      # made "file:line" after the pass (``source_text``)
             f = f.f_back
         site = self.sites[-1] if self.sites else None
         return site if site is not None else self._walk(f)
@@ -188,10 +188,7 @@ class Recorder:
                 return e
         meta, text, outputs = self.param_metas.get(id(t)) or tensor_meta(t)
         nid = f"n:{len(self.nodes)}"
-        self.nodes.append(new_node({
-            "id": nid, "kind": "constant" if q is None else "parameter", "name": "constant" if q is None else q,
-            "parent": parent, "error": None, "args": (), "source": None, "params": () if q is None else (q,),
-            "outputs": outputs}))
+        self.nodes.append((nid, q, parent, outputs))      # its Node is made by ``finish``
         entry = (weakref.ref(t), nid, nid + "/0", meta, text)
         if q is None:
             self.producer[id(t)] = entry
@@ -205,7 +202,7 @@ class Recorder:
         if e is not None and e[0]() is t:
             idx = int(e[1][2:])
             node = self.nodes[idx]
-            if node.kind == "input":
+            if type(node) is not tuple and node.kind == "input":
                 self.nodes[idx] = dataclasses.replace(node, name=f"{node.name}, {name}")
                 return
         meta, text, _ = tensor_meta(t)
@@ -252,7 +249,7 @@ class Recorder:
                 if q is not None:
                     params.append(q)
             elif type(a) in _SCALARS:
-                rargs.append((key, repr(a)))
+                rargs.append((key, a, None))     # immutable: its repr is taken by ``finish``
             elif type(a) in _SEQS and a and any(isinstance(x, _Tensor) for x in a):
                 parts: list[str] = []
                 for x in a:
@@ -270,8 +267,9 @@ class Recorder:
                 rargs.append((key, short_repr(a, self.sizes)))
         name = info[0]
         if error is not None:
-            self.failed_ops.append((name, parent, source, tuple(rargs), tuple(params),
-                                    [(e[1], e[2], e[3], p) for e, p in pending], error))
+            self.failed_ops.append((name, parent, source_text(source),
+                                    tuple([x if len(x) == 2 else (x[0], repr(x[1])) for x in rargs]),
+                                    tuple(params), [(e[1], e[2], e[3], p) for e, p in pending], error))
             return
         in_place = info[1] or "out" in kwargs
         if in_place and args and isinstance(args[0], _Tensor):
@@ -309,17 +307,27 @@ class Recorder:
         """Turn the ops recorded raw (``record``) into their Node and Edges, in place and in order."""
         nodes = self.nodes
         for i, r in enumerate(nodes):
-            if type(r) is tuple:
+            if type(r) is not tuple:
+                continue
+            if len(r) == 4:      # a parameter's node in one call, or a constant's (``lookup``)
+                nid, q, parent, outputs = r
+                node = _new(Node)
+                node.__dict__.update({"id": nid, "kind": "constant" if q is None else "parameter",
+                                      "name": "constant" if q is None else q, "parent": parent, "error": None,
+                                      "args": (), "source": None, "params": () if q is None else (q,),
+                                      "outputs": outputs, "flops": 0, "time_ms": None})
+                nodes[i] = node
+            else:
                 nid, name, parent, rargs, source, params, outputs, flops, _ = r
                 # the same arguments (and parameters) recur across layers and traces: one shared tuple for each
-                rt = tuple(rargs)
+                rt = tuple([x if len(x) == 2 else (x[0], repr(x[1])) for x in rargs])
                 rt = _SHARED.setdefault(rt, rt)
                 pt = tuple(params)
                 if pt:
                     pt = _SHARED.setdefault(pt, pt)
                 node = _new(Node)
                 node.__dict__.update({"id": nid, "kind": "op", "name": name, "parent": parent, "error": None,
-                                      "args": rt, "source": source, "params": pt,
+                                      "args": rt, "source": source_text(source), "params": pt,
                                       "outputs": outputs, "flops": flops, "time_ms": None})
                 nodes[i] = node
         edges: list[Any] = []
@@ -444,6 +452,21 @@ class RecordingMode(TorchFunctionMode):
 
 
 # ---- helpers --------------------------------------------------------------------------------------
+_SOURCES: dict[tuple[str, int], str] = {}       # (file, line) -> "file:line", shared (the layers' lines recur)
+
+
+def source_text(source: Any) -> str | None:
+    """"file:line" of what ``Recorder.source`` returned (a site is text already)."""
+    if source is None or type(source) is str:
+        return source
+    text = _SOURCES.get(source)
+    if text is None:
+        if len(_SOURCES) > 100_000:
+            _SOURCES.clear()
+        text = _SOURCES[source] = f"{source[0]}:{source[1]}"
+    return text
+
+
 def in_chain(target: BaseException, exc: BaseException | None) -> bool:
     """Is ``target`` the exception ``exc`` or one it was raised from / while handling?"""
     seen = 0
