@@ -145,7 +145,6 @@ def _unwrap(model: Any) -> torch.nn.Module:
 def _finalize(rec: Recorder, model_name: str, error: BaseException | None,
               versions: tuple[tuple[str, str], ...]) -> Graph:
     """Freeze what was recorded into a Graph (the ops recorded raw become Nodes and Edges; calls and the error here)."""
-    rec.finish()
     failed_calls: set[str] = set()
     err_info = None
     if error is not None:
@@ -163,6 +162,7 @@ def _finalize(rec: Recorder, model_name: str, error: BaseException | None,
             traceback=_user_traceback(error),
             node=error_node,
         )
+    rec.finish()        # after the failed op's node: its inputs may have given parameters their nodes
     return Graph(nodes=tuple(rec.nodes), edges=tuple(rec.edges), module_calls=tuple(rec.build_calls(failed_calls)),
                  model_name=model_name, error=err_info,
                  versions=(("torch", torch.__version__), *versions), measured=("flops",) if rec.meter else ())
