@@ -113,3 +113,39 @@ def test_serve_refuses_a_hostile_file_in_one_line(mutation: str, tmp_path) -> No
             "infinity": "invalid JSON", "nesting": "invalid JSON",
             "size": "over the 1,000 bytes limit"}[mutation] in proc.stderr
     assert proc.stderr.count("bad.json") == 1, proc.stderr          # the file is named once
+
+
+@pytest.mark.parametrize("name", ["gpt", "broken", "resnet"])
+def test_recorded_nodes_and_edges_are_what_their_constructors_make(name: str) -> None:
+    """The recorder fills Node/Edge objects directly (and builds ops after the pass, sharing tuples): each is
+    the object its dataclass constructor makes from the same fields, so equality, hashing and JSON agree."""
+    import dataclasses
+
+    from torchvista_dash.demos import build_demo
+    from torchvista_dash.graph import Edge, Node
+
+    model, args = build_demo(name)
+    with pytest.warns(UserWarning) if name == "broken" else _no_warning():
+        t = trace_model(model, args)
+    assert t.graph.nodes and t.graph.edges
+    for n in t.graph.nodes:
+        assert type(n) is Node and set(vars(n)) == {f.name for f in dataclasses.fields(Node)}
+        assert Node(**vars(n)) == n and hash(Node(**vars(n))) == hash(n)
+    for e in t.graph.edges:
+        assert type(e) is Edge and set(vars(e)) == {f.name for f in dataclasses.fields(Edge)}
+        assert Edge(**vars(e)) == e
+    assert any(n.kind == "parameter" for n in t.graph.nodes)
+    if name == "broken":
+        assert t.graph.error is not None and t.graph.node_by_id[t.graph.error.node].error
+
+
+def _no_warning():
+    import contextlib
+    import warnings
+
+    @contextlib.contextmanager
+    def cm():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            yield
+    return cm()
