@@ -19,6 +19,7 @@ import torch
 from torch.nn.modules import module as nn_module
 
 from ..graph import ErrorInfo, Graph
+from .build import finish
 from .cost import FlopMeter, time_ops
 from .recorder import Recorder, RecordingMode, in_chain
 from .rejected import rejected_call
@@ -162,7 +163,7 @@ def _finalize(rec: Recorder, model_name: str, error: BaseException | None,
             traceback=_user_traceback(error),
             node=error_node,
         )
-    rec.finish()        # after the failed op's node: its inputs may have given parameters their nodes
+    finish(rec)        # after the failed op's node: its inputs may have given parameters their nodes
     return Graph(nodes=tuple(rec.nodes), edges=tuple(rec.edges), module_calls=tuple(rec.build_calls(failed_calls)),
                  model_name=model_name, error=err_info,
                  versions=(("torch", torch.__version__), *versions), measured=("flops",) if rec.meter else ())

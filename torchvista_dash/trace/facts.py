@@ -152,7 +152,8 @@ for _cls, _names in ((Node, NODE_FIELDS), (Edge, EDGE_FIELDS)):
 
 class ModelFacts:
     """What the recorder knows about the model before it runs: module and parameter names, parameter
-    metadata and storage addresses; each module's static facts are read when its first call ends."""
+    metadata (storage addresses on the first in-place op); each called module's static facts are read right
+    after the forward pass, before the model is restored (``Recorder.read_facts``)."""
 
     def __init__(self, model: torch.nn.Module, named: list[tuple[str, torch.nn.Module]] | None = None) -> None:
         modules = list(model.named_modules()) if named is None else named
@@ -167,8 +168,8 @@ class ModelFacts:
         # subclass dispatch is off: read the parameters' facts once, with it off.
         with torch._C.DisableTorchFunctionSubclass():
             self._read_params(modules)
-        # Static facts about each module (class, parameters, extra_repr, attributes) are read when its first
-        # call ends (``facts``): a lazy module has materialised its parameters by then.
+        # Static facts about each module (class, parameters, extra_repr, attributes) are read after the pass
+        # (``facts``): a lazy module has materialised its parameters by then.
         self.module_info: dict[int, tuple[Any, ...]] = {}
         self.modules = {id(m): m for _, m in modules}
 

@@ -1,8 +1,10 @@
 """The recorder: a TorchFunctionMode plus global module hooks that write down one forward pass.
 
-Per-op work is kept small (it runs for every torch call): no ``inspect.stack()`` (a short frame walk,
-cached per code object, or the site of the enclosing built-in module call), tensor metadata and its text
-interned per (shape, dtype, device), Node/Edge objects built final once. Tensors are mapped to the node
+Per-op work is kept small (it runs for every torch call, between kernels that leave the caches cold): no
+``inspect.stack()`` (a short frame walk, cached per code object, or the site of the enclosing built-in module
+call), tensor metadata and its text interned per (shape, dtype, device), per-function facts (name, argument
+names, in-place) in one lookup, and each op kept as a raw tuple whose Node and Edges ``build.finish`` makes
+after the pass; module facts are read after the pass too (``read_facts``). Tensors are mapped to the node
 that produced them through an id-keyed dict whose entries hold a weak reference to the tensor (checked
 on lookup), so nothing is written onto the user's tensors and nothing keeps them alive.
 """
@@ -19,9 +21,10 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from ..graph import Edge, ModuleCall, Node, TensorMeta, call_id_for
+from ..graph import ModuleCall, TensorMeta, call_id_for
 from .argnames import entry as arg_entry
 from .argnames import items_for as arg_items
+from .build import args_text, source_text
 from .cost import FlopMeter
 from .describe import IN_PLACE_NONE_RETURN, clip, func_name, short_repr, source_path
 from .facts import METAS, ModelFacts, fast_factory, new_edge, new_node, tensor_meta
@@ -36,14 +39,9 @@ _Tensor = torch.Tensor
 _SCALARS = (bool, int, float, type(None))
 _SEQS = (list, tuple)
 _NO_KWARGS: dict[str, Any] = {}      # shared, never written: most calls have no keyword arguments
-_new = object.__new__
 # func -> (name, writes into its first argument by its name (add_, __iadd__), returns None after writing into
 # it (__setitem__), its parameter names (argnames)): found once per function, one lookup per op
 _INFO: dict[Any, tuple[str, bool, bool, Any]] = {}
-# Immutable tuples of text (an op's arguments, its parameters) made once and shared by every node that has
-# them: less memory, and objects from earlier traces are no new work for the garbage collector. Bounded.
-_SHARED: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-_SHARED_BOUND = 200_000
 
 
 def _func_info(func: Any, keep: bool) -> tuple[str, bool, bool, Any]:
@@ -70,7 +68,7 @@ class Recorder:
         self.storage = facts.storage     # storage address -> parameter name, read on the first in-place op
         self.facts = facts.facts
         self.param_writes: dict[str, None] = {}     # parameters an in-place op wrote into (warned about)
-        # Node/Edge objects, and for each op recorded raw its tuple in both lists until ``finish``
+        # Node/Edge objects, and for each op recorded raw its tuple in both lists until ``build.finish``
         self.nodes: list[Any] = []
         self.edges: list[Any] = []
         # id(tensor) -> (weakref to it, node id, tensor name "n:i/k", meta, text): who holds its value now
@@ -89,8 +87,6 @@ class Recorder:
         self.meter: FlopMeter | None = None     # counts each op's FLOPs when set (cost.py)
         # Module hooks are process-wide: only calls made by the tracing thread belong to this trace.
         self.thread = get_ident()
-        if len(_SHARED) > _SHARED_BOUND:
-            _SHARED.clear()
 
     # ---- module hooks ------------------------------------------------------------------
     def pre_hook(self, module: torch.nn.Module, args: Any) -> None:
@@ -145,7 +141,7 @@ class Recorder:
             if e is None or e[0] is not code:
                 e = self._classify(code)
             if e[1] is not None:
-                return (e[1], f.f_lineno)      # made "file:line" after the pass (``source_text``)
+                return (e[1], f.f_lineno)      # made "file:line" after the pass (``build.source_text``)
             f = f.f_back
         site = self.sites[-1] if self.sites else None
         return site if site is not None else self._walk(f)
@@ -188,7 +184,7 @@ class Recorder:
                 return e
         meta, text, outputs = self.param_metas.get(id(t)) or tensor_meta(t)
         nid = f"n:{len(self.nodes)}"
-        self.nodes.append((nid, q, parent, outputs))      # its Node is made by ``finish``
+        self.nodes.append((nid, q, parent, outputs))      # its Node is made by ``build.finish``
         entry = (weakref.ref(t), nid, nid + "/0", meta, text)
         if q is None:
             self.producer[id(t)] = entry
@@ -249,7 +245,7 @@ class Recorder:
                 if q is not None:
                     params.append(q)
             elif type(a) in _SCALARS:
-                rargs.append((key, a, None))     # immutable: its repr is taken by ``finish``
+                rargs.append((key, a, None))     # immutable: its repr is taken by ``build.finish``
             elif type(a) in _SEQS and a and any(isinstance(x, _Tensor) for x in a):
                 parts: list[str] = []
                 for x in a:
@@ -267,9 +263,8 @@ class Recorder:
                 rargs.append((key, short_repr(a, self.sizes)))
         name = info[0]
         if error is not None:
-            self.failed_ops.append((name, parent, source_text(source),
-                                    tuple([x if len(x) == 2 else (x[0], repr(x[1])) for x in rargs]),
-                                    tuple(params), [(e[1], e[2], e[3], p) for e, p in pending], error))
+            self.failed_ops.append((name, parent, source_text(source), args_text(rargs), tuple(params),
+                                    [(e[1], e[2], e[3], p) for e, p in pending], error))
             return
         in_place = info[1] or "out" in kwargs
         if in_place and args and isinstance(args[0], _Tensor):
@@ -297,51 +292,11 @@ class Recorder:
                 if in_place or id(t) not in pnames:
                     producer[id(t)] = (weakref.ref(t), nid, f"{nid}/{i}", m[0], m[1])
             outputs = tuple(metas)
-        # The op's Node and Edges are made after the forward pass (``finish``), in one tight loop: between two
+        # The op's Node and Edges are made after the forward pass (``build.finish``), in one tight loop: between two
         # ops of a big model the caches are cold, so work done here costs several times what it costs there.
         raw = (nid, name, parent, rargs, source, params, outputs, flops, pending)
         nodes.append(raw)
         self.edges.append(raw)
-
-    def finish(self) -> None:
-        """Turn the ops recorded raw (``record``) into their Node and Edges, in place and in order."""
-        nodes = self.nodes
-        for i, r in enumerate(nodes):
-            if type(r) is not tuple:
-                continue
-            if len(r) == 4:      # a parameter's node in one call, or a constant's (``lookup``)
-                nid, q, parent, outputs = r
-                node = _new(Node)
-                node.__dict__.update({"id": nid, "kind": "constant" if q is None else "parameter",
-                                      "name": "constant" if q is None else q, "parent": parent, "error": None,
-                                      "args": (), "source": None, "params": () if q is None else (q,),
-                                      "outputs": outputs, "flops": 0, "time_ms": None})
-                nodes[i] = node
-            else:
-                nid, name, parent, rargs, source, params, outputs, flops, _ = r
-                # the same arguments (and parameters) recur across layers and traces: one shared tuple for each
-                rt = tuple([x if len(x) == 2 else (x[0], repr(x[1])) for x in rargs])
-                rt = _SHARED.setdefault(rt, rt)
-                pt = tuple(params)
-                if pt:
-                    pt = _SHARED.setdefault(pt, pt)
-                node = _new(Node)
-                node.__dict__.update({"id": nid, "kind": "op", "name": name, "parent": parent, "error": None,
-                                      "args": rt, "source": source_text(source), "params": pt,
-                                      "outputs": outputs, "flops": flops, "time_ms": None})
-                nodes[i] = node
-        edges: list[Any] = []
-        append = edges.append
-        for x in self.edges:
-            if type(x) is tuple:
-                nid = x[0]
-                for e, p in x[8]:
-                    edge = _new(Edge)
-                    edge.__dict__.update({"src": e[1], "dst": nid, "tensor": e[2], "meta": e[3], "dst_arg": p})
-                    append(edge)
-            else:
-                append(x)
-        self.edges = edges
 
     def failed_node(self, error: BaseException) -> str | None:
         """Add the node of the op whose exception ended the forward pass (if an op raised it); its id."""
@@ -452,21 +407,6 @@ class RecordingMode(TorchFunctionMode):
 
 
 # ---- helpers --------------------------------------------------------------------------------------
-_SOURCES: dict[tuple[str, int], str] = {}       # (file, line) -> "file:line", shared (the layers' lines recur)
-
-
-def source_text(source: Any) -> str | None:
-    """"file:line" of what ``Recorder.source`` returned (a site is text already)."""
-    if source is None or type(source) is str:
-        return source
-    text = _SOURCES.get(source)
-    if text is None:
-        if len(_SOURCES) > 100_000:
-            _SOURCES.clear()
-        text = _SOURCES[source] = f"{source[0]}:{source[1]}"
-    return text
-
-
 def in_chain(target: BaseException, exc: BaseException | None) -> bool:
     """Is ``target`` the exception ``exc`` or one it was raised from / while handling?"""
     seen = 0
