@@ -109,3 +109,59 @@ def test_a_saved_notebook_keeps_a_picture_and_re_raises_the_same_error(tmp_path:
     assert [e["ename"] for e in errors] == ["RuntimeError"] * 3
     lengths = [len(e["traceback"]) for e in errors]
     assert len(set(lengths)) == 1, lengths                       # each re-raise as long as the first
+
+
+SLOW_CELL = '''
+import torch
+from torch import nn
+from torchvista_dash import trace_model
+
+class Stage(nn.Module):
+    def __init__(self, i):
+        super().__init__()
+        self.lin, self.n = nn.Linear(6, 6), i + 1
+    def forward(self, x):
+        y = self.lin(x)
+        for _ in range(self.n):
+            y = torch.tanh(y) + x
+        return y
+
+class Slow(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stages = nn.ModuleList(Stage(i) for i in range(10))
+    def forward(self, x):
+        for s in self.stages:
+            x = s(x)
+        return x
+
+trace_model(Slow(), torch.randn(2, 6)).show(depth=None)
+'''
+
+
+def test_show_of_a_slow_first_view_says_how_far_its_layout_got(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """show() lays the first view out in the kernel before the output appears; with a dot that takes seconds,
+    the cell says which stage runs and how many of how many modules are done, then that it is done."""
+    import shutil
+    import stat
+    import sys
+
+    from test_app_progress import SLOW_DOT
+
+    script = tmp_path / "slow_dot"
+    script.write_text(f"#!{sys.executable}\n{SLOW_DOT}")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("TVD_TEST_REAL_DOT", str(shutil.which("dot")))
+    monkeypatch.setenv("TVD_DOT", str(script))          # the kernel inherits it
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(SLOW_CELL)]
+    NotebookClient(nb, kernel_name="python3", timeout=180, resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = nb.cells[0].outputs
+    err = "".join(o.get("text", "") for o in outputs if o["output_type"] == "stream" and o["name"] == "stderr")
+    frames = [f.strip() for f in err.split("\r") if f.strip()]
+    counts = [tuple(map(int, m.groups())) for f in frames if (m := re.search(r"modules: (\d+) of (\d+)", f))]
+    assert counts and len({n for _, n in counts}) == 1 and counts[0][1] >= 10, frames
+    assert [d for d, _ in counts] == sorted(d for d, _ in counts), frames       # it counts up
+    assert frames[-1].startswith("Laid out the first view in"), frames
+    assert any(o["output_type"] == "display_data" and "<iframe" in o["data"]["text/html"] for o in outputs)

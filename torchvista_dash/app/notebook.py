@@ -116,6 +116,35 @@ def static_picture(trace: Trace, view: ViewOptions = DEFAULT_VIEW, draw: DrawOpt
     return svg.decode("utf-8") if len(svg) <= MAX_PICTURE_BYTES else None
 
 
+PROGRESS_AFTER_S = 1.0    # a first view laid out sooner prints nothing in the cell
+
+
+def wait_for_first_view(trace: Trace, view: ViewOptions, draw: DrawOptions, stream: Any) -> None:
+    """The kernel lays the first view out before the cell shows it (its saved picture needs the layout): one
+    that takes over ``PROGRESS_AFTER_S`` says on the cell's stderr which stage runs and how many modules are
+    done, one line redrawn in place, as ``export`` does on a terminal."""
+    import time
+
+    from . import firstview, progress, state
+
+    tid = registry.register(trace)
+    spec, highlight = state.first_view(tid, view)
+    draw = draw if draw.highlight is not None else replace(draw, highlight=highlight)
+    started = time.monotonic()
+    if firstview.prepared(tid, spec, draw, PROGRESS_AFTER_S, figure=False):
+        return
+    work = ("layout", tid, spec, draw.rankdir)     # what state.layout_of reports to (progress.reporter)
+    shown = ""
+    while not firstview.prepared(tid, spec, draw, 0.25, figure=False):
+        text = progress.work_text(work) or "laying out"
+        line = f"{text[:1].upper()}{text[1:]} ({time.monotonic() - started:.1f} s)"
+        stream.write("\r" + line.ljust(len(shown)))
+        stream.flush()
+        shown = line
+    stream.write(f"\rLaid out the first view in {time.monotonic() - started:.1f} s".ljust(len(shown)) + "\n")
+    stream.flush()
+
+
 def output_bundle(trace: Trace, url: str, view: ViewOptions, draw: DrawOptions, width: str | int,
                   height: int) -> dict[str, str]:
     """One output, two pictures: a live kernel's notebook shows the interactive graph (an iframe, text/html);
@@ -126,6 +155,7 @@ def output_bundle(trace: Trace, url: str, view: ViewOptions, draw: DrawOptions, 
     bundle = {"text/plain": f"<torchvista_dash graph of {trace.graph.model_name or 'a model'}: {url}>",
               "text/html": IFrame(url, width=width, height=height)._repr_html_()}
     try:
+        wait_for_first_view(trace, view, draw, sys.stderr)
         svg = static_picture(trace, view, draw)
     except Exception:       # the picture is for later readers; the live graph must show whatever happens
         svg = None

@@ -112,6 +112,12 @@ def reporter(work: Hashable) -> Callable[[str, int, int], None]:
     return report
 
 
+def work_text(work: Hashable) -> str | None:
+    """What ``work`` last reported ("laying out modules: 3 of 12"), while it runs."""
+    with _lock:
+        return _work.get(work)
+
+
 def finished(work: Hashable) -> None:
     """``work`` is done: forget its record."""
     with _lock:
