@@ -375,7 +375,9 @@ def test_serve_no_fold_repeats_draws_and_prepares_the_unfolded_view(tmp_path: Pa
     proc = _spawn(["gpt", "--no-fold-repeats"], tmp_path)
     try:
         url = served_url(proc)
-        html_page = requests.get(url, timeout=60).text
+        deadline = time.time() + 90    # a page comes at once; its first picture once the warm-up has laid it out
+        while "tvd-first-picture" not in (html_page := requests.get(url, timeout=60).text) and time.time() < deadline:
+            time.sleep(0.5)
         assert "tvd-first-picture" in html_page and "blocks.2" in html_page and "×4" not in html_page
         page.goto(url)
         wait_drawn(page, "main")
