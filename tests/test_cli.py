@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -378,7 +379,10 @@ def test_serve_no_fold_repeats_draws_and_prepares_the_unfolded_view(tmp_path: Pa
         deadline = time.time() + 90    # a page comes at once; its first picture once the warm-up has laid it out
         while "tvd-first-picture" not in (html_page := requests.get(url, timeout=60).text) and time.time() < deadline:
             time.sleep(0.5)
-        assert "tvd-first-picture" in html_page and "blocks.2" in html_page and "×4" not in html_page
+        pictures = [requests.get(url.rstrip("/") + src, timeout=60).text       # the picture, inline or by URL
+                    for src in re.findall(r'<img src="(/_tvd/picture/[^"]+)"', html_page)]
+        drawn = html_page + "".join(pictures)
+        assert "tvd-first-picture" in html_page and "blocks.2" in drawn and "×4" not in drawn
         page.goto(url)
         wait_drawn(page, "main")
         drawn = ids_drawn(page, "main", "nodes:labels")
