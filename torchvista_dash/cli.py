@@ -184,7 +184,7 @@ def _depth(text: str) -> int | None:
         raise CLIError(str(exc)) from None
 
 
-def _flags(ns: argparse.Namespace) -> dict[str, bool]:
+def _flags(ns: argparse.Namespace) -> dict[str, Any]:
     """The on/off view options as given on the command line, by their ``ViewOptions`` names."""
     from .options import flag_options
 
