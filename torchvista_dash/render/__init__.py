@@ -2,8 +2,9 @@
 
 What the app can rely on in a figure from ``make_figure``:
 
-- The picture is ``layout.images[0]``: one SVG (``render/picture.py``) in data coordinates, whose text follows
-  the zoom. Click and hover targets are invisible bars carrying their visible id in ``customdata``:
+- The picture is ``layout.images``: SVG (``render/picture.py``) in data coordinates, whose text follows the
+  zoom; one image for a small view, tiles of about ``figure.TILE_PT`` points for a big one (``render/tiles.py``),
+  all named ``"picture"``. Click and hover targets are invisible bars carrying their visible id in ``customdata``:
   ``nodes:labels`` (every box, exactly its size: graph node id, ModuleCall id of a collapsed module,
   ``fold:...`` id of a folded group) and ``clusters:headers`` (an expanded cluster's whole header row, its
   ModuleCall id). Traces without customdata have ``hoverinfo="skip"``, so they never produce clicks.

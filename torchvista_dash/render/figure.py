@@ -2,9 +2,9 @@
 
 Why a picture (measured in bench/bench_zoom.py, see the README): plotly draws text at a fixed pixel size and
 re-lays every text element on each zoom; on views of hundreds of boxes that made text either unreadable or
-spilling, and each zoom slow. The picture (``picture.py``) is a plotly layout image in data coordinates, so the
-browser scales boxes, edges and text together, and its own CSS drops detail as the user zooms out. No server
-round trip on zoom, no JavaScript.
+spilling, and each zoom slow. The picture (``picture.py``) is plotly layout images in data coordinates (tiles of
+a big view, ``tiles.py``), so the browser scales boxes, edges and text together, and their own CSS drops detail
+as the user zooms out. No server round trip on zoom, no JavaScript.
 
 On top, in the same coordinates, plotly holds what must react:
 

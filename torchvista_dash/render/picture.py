@@ -1,4 +1,5 @@
-"""A laid-out view as one SVG document whose text follows the zoom: the picture under the figure's hit layer.
+"""A laid-out view as SVG whose text follows the zoom: the picture under the figure's hit layer, as one document
+(``picture_svg``) or cut into tiles (``picture_pieces``, ``tiles.py``: why).
 
 Plotly sizes text in pixels, so text drawn by plotly cannot grow with the boxes when the user zooms. A plotly
 layout image in data coordinates does: the figure places this SVG over the ``Layout``'s own coordinates (points),
