@@ -84,13 +84,18 @@ def module_info(m: torch.nn.Module, num_params: int) -> tuple[Any, ...]:
             if len(attrs) >= 12:
                 break
     at = tuple(attrs)
-    return name, builtin, num_params, params, extra, _PARAM_INFOS.setdefault(at, at) if at else at
+    if at:
+        if len(_ATTRS) > 20_000:
+            _ATTRS.clear()
+        at = _ATTRS.setdefault(at, at)
+    return name, builtin, num_params, params, extra, at
 
 
 # (name, shape, dtype, trainable, is_buffer) of a module's parameters and buffers -> their ParamInfo tuple: the
 # same layer shapes recur (12 decoder blocks, every trace of a model), made once and shared; a module's
-# attributes likewise (an attrs tuple is its own key). Bounded.
+# attributes likewise (``_ATTRS``). Bounded.
 _PARAM_INFOS: dict[tuple[Any, ...], tuple[ParamInfo, ...]] = {}
+_ATTRS: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = {}
 
 
 def _param_infos(m: torch.nn.Module) -> tuple[ParamInfo, ...]:

@@ -231,7 +231,7 @@ class Recorder:
         source = self.source()
         pnames = self.param_names
         producer = self.producer
-        rargs: list[tuple[str, str]] = []
+        rargs: list[tuple[Any, ...]] = []   # (name, text), or (name, scalar, None) written by build.finish
         params: list[str] = []
         pending: list[tuple[tuple[Any, str, str, TensorMeta, str], int]] = []   # (producer entry, position)
         for pos, (key, a) in enumerate(arg_items(info[3], args, kwargs)):
