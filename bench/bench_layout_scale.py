@@ -9,7 +9,9 @@ Per view: cold ``layout_view`` (every cache cleared; median of --repeat), the si
 overlapping sibling clusters, edges not starting/ending on their boxes, edge crossings (proper intersections
 of polyline segments of different edges) and drawing area (width × height); the ratios composed / single.
 A single run stopped by the timeout is run again the old way, without the invisible edges holding inputs and
-outputs on the first and last rank, and marked "(no io ranks)": with them dot does not finish GPT-2 or T5.
+outputs on the first and last rank, and marked "(no io ranks)": with them dot does not finish GPT-2 or T5;
+stopped again, without edge labels ("(no io ranks, no labels)"), then without ``newrank`` too ("(plain)"); a
+baseline where an edge runs upwards is dropped (ranks gone wrong).
 For the 80-layer Llama: closing one decoder layer (a new view: only its chain is laid out again) and opening
 it again with the view cache cleared (every piece from the piece cache). Models are built from configs
 (random weights, Llama on the meta device: no memory, no downloads). Writes bench/results/layout_scale.md.
@@ -18,6 +20,7 @@ it again with the view cache cleared (every piece from the piece cache). Models 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import platform
 import statistics
 import subprocess
@@ -234,7 +237,8 @@ def _bad(q: dict[str, float]) -> str:
     return f"{q['overlaps']:.0f} / {q['outside']:.0f} / {q['siblings']:.0f} / {q['bad_ends']:.0f}"
 
 
-def compare(name: str, vg: VisibleGraph, repeat: int, single_timeout: float) -> str:
+def compare(name: str, vg: VisibleGraph, repeat: int, single_timeout: float,
+            baseline_timeout: float | None = None) -> str:
     comp_t, single_t = [], []
     comp = single = None
     for _ in range(repeat):
@@ -255,15 +259,41 @@ def compare(name: str, vg: VisibleGraph, repeat: int, single_timeout: float) -> 
     head = f"| {name} | {len(vg.nodes)} / {len(vg.edges)} / {len(vg.clusters)} | {c_s:.2f} | "
     mark = ""
     if single is None or s_s == float("inf"):
-        try:       # the baseline the old way: one dot run without the invisible input/output rank edges
-            s_s, single = _single_without_io_ranks(vg, single_timeout)
-            mark = " (no io ranks)"
-        except layout.GraphvizError:
+        found = _fallback_single(vg, baseline_timeout or single_timeout)
+        if found is None:
             return head + f"over {single_timeout:g} (stopped) | - | {_bad(qc)} | - | {qc['crossings']:.0f} | - | - |"
+        s_s, single, mark = found
     qs = quality(vg, single)
     cr = qc["crossings"] / qs["crossings"] if qs["crossings"] else float("nan")
     return (head + f"{s_s:.2f}{mark} | {c_s / s_s:.2f} | {_bad(qc)} | {_bad(qs)} | {qc['crossings']:.0f} vs "
             f"{qs['crossings']:.0f} | {cr:.2f} | {qc['area'] / qs['area']:.2f} |")
+
+
+def _fallback_single(vg: VisibleGraph, timeout: float) -> tuple[float, Layout, str] | None:
+    """A single-run baseline for a view whose single run was stopped: the old way, without the invisible edges
+    holding inputs on the first rank and outputs on the last ("no io ranks"); failing that, also without edge
+    labels (each a node of its own on a rank of its own; the quality measures do not look at labels); then
+    also without ``newrank`` ("plain": Graphviz's own cluster ranking). A drawing where an edge runs against
+    the rank direction is no baseline (without newrank DenseNet-121 every op has 68 edges going up)."""
+    bare = dataclasses.replace(vg, edges=tuple(dataclasses.replace(e, label="") for e in vg.edges))
+    for mark, fn in ((" (no io ranks)", lambda: _single_without_io_ranks(vg, timeout)),
+                     (" (no io ranks, no labels)", lambda: _single_without_io_ranks(bare, timeout)),
+                     (" (plain)", lambda: _single_plain(bare, timeout))):
+        try:
+            t, lay = fn()
+        except layout.GraphvizError:
+            continue
+        up = upward_edges(lay)
+        if up:
+            print(f"  baseline{mark} dropped: {up} edges run upwards", flush=True)
+            continue
+        return t, lay, mark
+    return None
+
+
+def upward_edges(lay: Layout) -> int:
+    """Edges whose end lies above their start by more than a box height (TB): ranks gone wrong."""
+    return sum(1 for e in lay.edges if e.points[-1][1] - e.points[0][1] > 50.0)
 
 
 def _single_without_io_ranks(vg: VisibleGraph, timeout: float) -> tuple[float, Layout]:
@@ -277,11 +307,22 @@ def _single_without_io_ranks(vg: VisibleGraph, timeout: float) -> tuple[float, L
         layout_dot._io_ranks = saved
 
 
-def llama_rows(repeat: int, single_timeout: float) -> list[str]:
+def _single_plain(vg: VisibleGraph, timeout: float) -> tuple[float, Layout]:
+    """The single run with no io ranks and no ``newrank`` (see ``_fallback_single``)."""
+    saved = dict(layout_dot.GRAPH_ATTRS)
+    layout_dot.GRAPH_ATTRS.pop("newrank", None)
+    try:
+        return _single_without_io_ranks(vg, timeout)
+    finally:
+        layout_dot.GRAPH_ATTRS.clear()
+        layout_dot.GRAPH_ATTRS.update(saved)
+
+
+def llama_rows(repeat: int, single_timeout: float, baseline_timeout: float | None = None) -> list[str]:
     rows = []
     g8 = llama70b(8)
     vg8 = view.build_view(g8, view.make_spec(g8, depth=None, fold_repeats=False))
-    rows.append(compare("Llama-3-70B config, 8 layers, every op", vg8, 1, single_timeout))
+    rows.append(compare("Llama-3-70B config, 8 layers, every op", vg8, 1, single_timeout, baseline_timeout))
     g = llama70b(80)
     spec = view.make_spec(g, depth=None, fold_repeats=False)
     vg = view.build_view(g, spec)
@@ -308,6 +349,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--single-timeout", type=float, default=60.0)
+    ap.add_argument("--baseline-timeout", type=float, default=None,
+                    help="seconds for each fallback single run (default: --single-timeout)")
     args = ap.parse_args(argv)
     rows: list[str] = []
     for name in DEMOS:
@@ -315,32 +358,33 @@ def main(argv: list[str] | None = None) -> int:
         for vname, spec in (("default", view.make_spec(g)),
                             ("every op", view.make_spec(g, depth=None, fold_repeats=False))):
             rows.append(compare(f"gallery {name}, {vname}", view.build_view(g, spec), args.repeat,
-                                args.single_timeout))
+                                args.single_timeout, args.baseline_timeout))
             print(rows[-1], flush=True)
     for name, g in hf_models():
         vg = view.build_view(g, view.make_spec(g, depth=None, fold_repeats=False))
-        rows.append(compare(f"{name}, every op", vg, args.repeat, args.single_timeout))
+        rows.append(compare(f"{name}, every op", vg, args.repeat, args.single_timeout, args.baseline_timeout))
         print(rows[-1], flush=True)
     torch.manual_seed(0)
     dense = _trace(Dense(32), torch.randn(1, 4, 8, 8))
     for vname, spec in (("default", view.make_spec(dense)),
                         ("every op", view.make_spec(dense, depth=None, fold_repeats=False))):
         rows.append(compare(f"32-layer dense block, {vname}", view.build_view(dense, spec), args.repeat,
-                            args.single_timeout))
+                            args.single_timeout, args.baseline_timeout))
         print(rows[-1], flush=True)
     torch.manual_seed(0)
     dn = _trace(DenseNet121(), torch.randn(1, 3, 64, 64))
     rows.append(compare("DenseNet-121, every op", view.build_view(dn, view.make_spec(dn, depth=None,
                                                                                       fold_repeats=False)),
-                        1, args.single_timeout))
+                        1, args.single_timeout, args.baseline_timeout))
     print(rows[-1], flush=True)
-    rows += llama_rows(args.repeat, args.single_timeout)
+    rows += llama_rows(args.repeat, args.single_timeout, args.baseline_timeout)
     print(rows[-1], flush=True)
     dot_version = subprocess.run([layout.find_dot(), "-V"], capture_output=True, text=True).stderr.strip()
     table = [
         "# Layout at any size: by module (composed) against one dot run (single)",
         "",
-        f"Command: `{COMMAND} --repeat {args.repeat} --single-timeout {args.single_timeout:g}` (seconds, median of "
+        f"Command: `{COMMAND} --repeat {args.repeat} --single-timeout {args.single_timeout:g}"
+        f"{f' --baseline-timeout {args.baseline_timeout:g}' if args.baseline_timeout else ''}` (seconds, median of "
         f"{args.repeat} cold runs, every cache cleared; DenseNet-121 and Llama 8 layers: one run).",
         f"Machine: {platform.machine()}, {_cores()} cores, Python {platform.python_version()}, {dot_version}, "
         f"torch {torch.__version__}, transformers {transformers.__version__}.",

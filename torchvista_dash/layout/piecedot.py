@@ -39,6 +39,9 @@ STACK_SIZES = 0.1   # sibling clusters this close in size (a fraction of the lar
 ALIGN = 16     # dot weight of the edge aligning two layers of a stack (``_stacked_layers``)
 STRAIGHT = 8   # dot weight of every edge but a bus branch: dot keeps the heavier of two edges straight
 TRUNK = STRAIGHT   # dot weight of the edges joining a bus's junctions
+# ... in a piece with more bus branches than BUS_HEAVY: dot's placement of many heavy trunks is what it spends
+# its time on there (the 32-layer dense block's default view: ~5x the time of weight 2, and more crossings)
+TRUNK_LIGHT, BUS_HEAVY = 2, 400
 BRANCH = 1         # dot weight of a bus branch (junction to consumer): it gives way, the trunk stays straight
 
 
@@ -63,6 +66,7 @@ def _dot_edges(key: tuple) -> tuple[list[tuple[int, int, dict[str, object]]], li
     last: dict[int, tuple[int, list[int]]] = {}     # bus group → (its latest junction, the trunk to it)
     rankdir = key[0]
     stack = _stack_pairs(specs, children)
+    trunk_weight = TRUNK if sum(1 for s in specs if s[2] >= 0) <= BUS_HEAVY else TRUNK_LIGHT
     for tail, head, group, tport, hport in specs:
         # edges between children stay straight before edges to ports (which give way, like bus branches), and
         # an edge from one layer of a stack into the next gives way to the edge aligning them (_stacked_layers)
@@ -82,10 +86,10 @@ def _dot_edges(key: tuple) -> tuple[list[tuple[int, int, dict[str, object]]], li
             trunk = [*trunk, len(out)]
             # the trunk holds its junctions rank after rank (constraint=false let dot order them freely:
             # branches then crossed each other and the trunks, Llama 8 layers 288 crossings against 226)
-            out.append((prev, j, {"weight": TRUNK}))
+            out.append((prev, j, {"weight": trunk_weight}))
         else:
             trunk = [len(out)]
-            out.append((tail, j, {"weight": TRUNK, **out_at}))
+            out.append((tail, j, {"weight": trunk_weight, **out_at}))
         last[group] = (j, trunk)
         follow.append([*trunk, len(out)])
         out.append((j, head, {**attrs, "weight": BRANCH, **in_at}))
