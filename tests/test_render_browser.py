@@ -12,7 +12,7 @@ from support_render import TinyNet, grid_case
 from torchvista_dash import trace_model
 from torchvista_dash.render import SCROLL_CONFIG, make_figure
 from torchvista_dash.render.export import HTML_DIV_ID
-from torchvista_dash.render.tiles import OVERLAP, Grid
+from torchvista_dash.render.tiles import MIN_TILED_BOXES, OVERLAP, Grid
 
 pytestmark = pytest.mark.browser
 
@@ -160,12 +160,13 @@ def test_equal_aspect_and_whole_graph_in_view(loaded):
 def test_a_big_view_is_tiles_and_a_label_across_their_border_is_drawn_whole(browser, tmp_path):
     """A view bigger than a tile is several images (render/tiles.py); at the start only some are on screen, and
     zoomed in on a box that lies across two tiles, its label is drawn, with ink on both sides of the border."""
-    g, vg, lay = grid_case(500)
-    ext = tuple(make_figure(g, vg, lay).layout.meta["torchvista_dash"]["picture"])
+    g, vg, lay = grid_case(MIN_TILED_BOXES)
+    meta = make_figure(g, vg, lay).layout.meta["torchvista_dash"]
+    ext, bounds = tuple(meta["picture"]), tuple(meta["bounds"])
 
     def off_centre(tile: float) -> tuple[float, str, float]:
         """How far the box nearest to a border between columns of tiles has its centre from it."""
-        grid = Grid(ext, tile)
+        grid = Grid.bounded(ext, bounds, tile, len(vg.nodes))
         borders = [grid.box((i, 0))[2] - OVERLAP for i in range(grid.nx - 1)]
         return min((abs((b[0] + b[2]) / 2 - x), vid, x) for vid, b in lay.nodes.items() for x in borders)
 

@@ -13,7 +13,7 @@ from torchvista_dash.render import make_figure
 from torchvista_dash.render.figure import TILE_PT
 from torchvista_dash.render.picture import LOD_SCALE, SUB_PT, picture_svg
 from torchvista_dash.render.style import get_theme
-from torchvista_dash.render.tiles import OVERLAP, Grid
+from torchvista_dash.render.tiles import MAX_TILES, MIN_TILED_BOXES, OVERLAP, Grid
 
 
 def _img_box(img) -> tuple[float, float, float, float]:
@@ -35,12 +35,13 @@ def test_a_big_view_is_tiles_that_cover_it_each_with_what_it_draws():
     g, vg, lay = grid_case(1000)
     fig = make_figure(g, vg, lay)
     ext = fig.layout.meta["torchvista_dash"]["picture"]
-    grid = Grid(tuple(ext), TILE_PT)
+    grid = Grid.bounded(tuple(ext), tuple(fig.layout.meta["torchvista_dash"]["bounds"]), TILE_PT, 1000)
     images, pieces = list(fig.layout.images), picture_pieces(fig)
-    assert 4 <= len(images) <= len(grid)
+    assert 4 <= len(images) <= len(grid) <= MAX_TILES
+    cells = {grid.box((i, j)) for i in range(grid.nx) for j in range(grid.ny)}
+    assert all(tuple(round(v, 1) for v in _img_box(i)) in cells for i in images)
     for img, svg in zip(images, pieces, strict=True):
         x0, y0, x1, y1 = _img_box(img)
-        assert x1 - x0 <= TILE_PT + 2 * OVERLAP + 0.1 and y1 - y0 <= TILE_PT + 2 * OVERLAP + 0.1
         # the tile's viewBox is its box, in the whole picture's units (points from the canvas's top left)
         vb = [float(v) for v in svg.get("viewBox").split()]
         assert abs(vb[0] - (x0 - ext[0])) < 0.06 and abs(vb[1] - (ext[3] - y1)) < 0.06
@@ -67,7 +68,7 @@ def test_a_big_view_is_tiles_that_cover_it_each_with_what_it_draws():
 
 
 def test_overview_labels_switch_on_at_the_same_zoom_in_every_tile():
-    g, vg, lay = grid_case(300, cols=2)
+    g, vg, lay = grid_case(MIN_TILED_BOXES, cols=2)
     fig = make_figure(g, vg, lay)
     pieces = picture_pieces(fig)
     assert len(pieces) > 1
@@ -96,3 +97,23 @@ def test_an_empty_part_of_the_canvas_is_no_image():
     b = grid.box((0, 0))
     cells = grid.sort([[((b[2] - OVERLAP - 5, ext[3] - 20, b[2] - OVERLAP + 5, ext[3] - 10), "x")]])
     assert sorted(cells) == [(0, 0), (1, 0)]
+
+
+def test_tiles_are_bounded_in_number_and_bytes_on_a_long_column():
+    """A 32-layer every-op model is a column far taller than wide, on a canvas widened to the plot's aspect: its
+    tiles are at most MAX_TILES, rows over the drawing (the padding beside it joins the outer cells), and
+    together not much more SVG than the one image (elements near a border are in both tiles)."""
+    g, vg, lay = grid_case(2000, cols=3)
+    one = make_figure(g, vg, lay, tile=None)
+    tiled = make_figure(g, vg, lay)
+    ext = tiled.layout.meta["torchvista_dash"]["picture"]
+    images = list(tiled.layout.images)
+    assert 2 <= len(images) <= MAX_TILES
+    assert all(round(i.x, 1) == ext[0] and round(i.x + i.sizex, 1) == ext[2] for i in images)   # whole rows
+    size = sum(len(i.source) for i in images)
+    assert size <= 2.5 * len(one.layout.images[0].source)
+
+
+def test_a_view_under_the_threshold_is_one_image_however_big_its_canvas():
+    g, vg, lay = grid_case(MIN_TILED_BOXES - 1, cols=2)
+    assert len(make_figure(g, vg, lay).layout.images) == 1

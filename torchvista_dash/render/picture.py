@@ -386,11 +386,12 @@ def picture_svg(vg: VisibleGraph, layout: Layout, th: Theme, ext: Box, *, labels
 
 def picture_pieces(vg: VisibleGraph, layout: Layout, th: Theme, ext: Box, *, labels: bool = True,
                    details: bool = True, paint: Paint | None = None, tile: float | None = None) -> list[Piece]:
-    """The view as SVG pieces that together cover ``ext``: one piece (``picture_svg``) when ``tile`` is None,
-    else the tiles of a grid about ``tile`` points square (``tiles.py``: why), empty tiles left out."""
+    """The view as SVG pieces that together cover ``ext``: one piece (``picture_svg``) when ``tile`` is None or
+    the view is small, else the tiles of a grid of at least ``tile`` points square over the drawing, at most
+    ``tiles.MAX_TILES`` (``tiles.py``: why), empty tiles left out."""
     items = _items(vg, layout, th, ext, labels=labels, details=details, paint=paint)
     cv, kinds, ov_rules = items.canvas, items.kinds, items.overview_rules
-    grid = tiles.Grid(ext, tile)
+    grid = tiles.Grid.bounded(ext, extent(layout, 0.0), tile, len(vg.nodes))
     buckets = grid.sort(items.layers)
     out: list[Piece] = []
     for cell, layers in sorted(buckets.items()):

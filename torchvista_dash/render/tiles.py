@@ -11,6 +11,7 @@ same pixels there and no seam shows between them.
 
 from __future__ import annotations
 
+import bisect
 import math
 
 from ..layout.types import Box
@@ -20,16 +21,41 @@ Cell = tuple[int, int]      # (column from the left, row from the top)
 OVERLAP = 1.0               # points each tile reaches into its neighbours
 
 
-class Grid:
-    """A grid of about ``tile`` points square over ``ext``; one cell (the whole canvas) when ``tile`` is None
-    or the canvas fits one tile."""
+# Tiles pay at zoom and cost at load: every image is a request, a parse and a restyle for the browser (bigpic's run
+# in the README: a 6-layer Llama every op in 182 tiles took 3-4x longer to load than in one image). So a view
+# under MIN_TILED_BOXES boxes is one image, and a bigger one has at most MAX_TILES, their side grown to fit.
+MIN_TILED_BOXES = 1000
+MAX_TILES = 24
 
-    def __init__(self, ext: Box, tile: float | None) -> None:
+
+class Grid:
+    """A grid of about ``tile`` points square over ``inner`` (default: ``ext``), its outer rows and columns
+    reaching out to ``ext``'s edges (the canvas's padding, where only big overview labels draw); one cell (the
+    whole canvas) when ``tile`` is None or ``inner`` fits one tile."""
+
+    def __init__(self, ext: Box, tile: float | None, inner: Box | None = None) -> None:
         self.ext = ext
-        w, h = ext[2] - ext[0], ext[3] - ext[1]
+        ix0, iy0, ix1, iy1 = inner or ext
+        ix0, iy0 = max(ix0, ext[0]), max(iy0, ext[1])
+        ix1, iy1 = min(ix1, ext[2]), min(iy1, ext[3])
+        w, h = max(ix1 - ix0, 0.0), max(iy1 - iy0, 0.0)
         self.nx = 1 if tile is None else max(1, math.ceil(w / tile - 1e-9))
         self.ny = 1 if tile is None else max(1, math.ceil(h / tile - 1e-9))
-        self.cw, self.ch = w / self.nx, h / self.ny
+        # cuts in points from the canvas's left and top edges: the inner region's, the outer cells to the edges
+        self.xcuts = [0.0] + [ix0 - ext[0] + w * k / self.nx for k in range(1, self.nx)] + [ext[2] - ext[0]]
+        self.ycuts = [0.0] + [ext[3] - iy1 + h * k / self.ny for k in range(1, self.ny)] + [ext[3] - ext[1]]
+
+    @classmethod
+    def bounded(cls, ext: Box, inner: Box, tile: float | None, boxes: int) -> Grid:
+        """The grid a view of ``boxes`` boxes is drawn in: one cell below MIN_TILED_BOXES, else tiles of at
+        least ``tile`` points, grown until there are at most MAX_TILES."""
+        if tile is None or boxes < MIN_TILED_BOXES:
+            return cls(ext, None)
+        grid = cls(ext, tile, inner)
+        while len(grid) > MAX_TILES:
+            tile *= 1.15
+            grid = cls(ext, tile, inner)
+        return grid
 
     def __len__(self) -> int:
         return self.nx * self.ny
@@ -43,22 +69,22 @@ class Grid:
         x0, _, _, y1 = self.ext
         ov = OVERLAP
 
-        def at(k: int, n: int, size: float, grow: float) -> float:
+        def at(cuts: list[float], k: int, grow: float) -> float:
             if k == 0:
                 return 0.0
-            if k == n:
-                return round(size * n, 1)
-            return round(k * size + grow, 1)
+            if k == len(cuts) - 1:
+                return round(cuts[k], 1)
+            return round(cuts[k] + grow, 1)
 
-        left = at(i, self.nx, self.cw, -ov)
-        right = at(i + 1, self.nx, self.cw, ov)
-        top = at(j, self.ny, self.ch, -ov)
-        bottom = at(j + 1, self.ny, self.ch, ov)
+        left, right = at(self.xcuts, i, -ov), at(self.xcuts, i + 1, ov)
+        top, bottom = at(self.ycuts, j, -ov), at(self.ycuts, j + 1, ov)
         return (x0 + left, y1 - bottom, x0 + right, y1 - top)
 
-    def _span(self, lo: float, hi: float, size: float, n: int) -> range:
-        a = max(0, min(n - 1, math.floor((lo - OVERLAP) / size)))
-        b = max(0, min(n - 1, math.floor((hi + OVERLAP) / size)))
+    @staticmethod
+    def _span(lo: float, hi: float, cuts: list[float]) -> range:
+        n = len(cuts) - 1
+        a = max(0, min(n - 1, bisect.bisect_right(cuts, lo - OVERLAP) - 1))
+        b = max(0, min(n - 1, bisect.bisect_right(cuts, hi + OVERLAP) - 1))
         return range(a, b + 1)
 
     def sort(self, layers: list[list[Item]]) -> dict[Cell, list[list[str]]]:
@@ -68,8 +94,8 @@ class Grid:
         n = len(layers)
         for li, items in enumerate(layers):
             for (bx0, by0, bx1, by1), text in items:
-                for i in self._span(bx0 - x0, bx1 - x0, self.cw, self.nx):
-                    for j in self._span(y1 - by1, y1 - by0, self.ch, self.ny):
+                for i in self._span(bx0 - x0, bx1 - x0, self.xcuts):
+                    for j in self._span(y1 - by1, y1 - by0, self.ycuts):
                         cell = out.get((i, j))
                         if cell is None:
                             cell = out[(i, j)] = [[] for _ in range(n)]
