@@ -20,6 +20,7 @@ from torchvista_dash.render import UIREVISION, make_figure
 from torchvista_dash.render.figure import (
     FAILED_WINDOW,
     NOMINAL_PLOT_PX,
+    READABLE_SCALE,
     START_SCALE,
     TILE_PT,
     fit_scale,
@@ -303,6 +304,21 @@ def test_a_view_that_reads_whole_starts_whole() -> None:
     fig = make_figure(g, vg, lay)
     xs = [c for b in lay.nodes.values() for c in (b[0], b[2])]
     assert fig.layout.xaxis.range[0] < min(xs) and fig.layout.xaxis.range[1] > max(xs)
+
+
+def test_a_view_just_readable_at_the_nominal_plot_size_starts_readable_in_a_real_one() -> None:
+    """Fitted whole at a scale just above the op names' threshold on the nominal plot, a view would show no text
+    at all in a real plot a little smaller (CLIP from its config did, at 1400 x 900): it starts at a window."""
+    for n in range(40, 400, 4):
+        g, vg, lay = grid_case(n, cols=4)
+        fit = fit_scale(extent(lay, 0.0))
+        if LOD_SCALE["o"] <= fit < READABLE_SCALE:
+            break
+    else:
+        pytest.fail("no grid case between the threshold and READABLE_SCALE")
+    win = start_window(lay)
+    assert win is not None and _window_scale(win) >= READABLE_SCALE
+    assert NOMINAL_PLOT_PX[0] / (win[2] - win[0]) * 0.85 >= LOD_SCALE["o"]   # still drawn 15 % smaller
 
 
 def test_a_tall_view_starts_readable_at_its_first_rank_and_fits_its_width() -> None:

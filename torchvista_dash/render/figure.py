@@ -46,6 +46,10 @@ FAILED_WINDOW = (900.0, 600.0)  # points shown around the failing op in a failed
 # px per point a too-big view starts at: op names and shape lines drawn, also in a plot somewhat smaller than
 # the nominal one
 START_SCALE = picture.LOD_SCALE["s"] * 1.15
+# px per point from which a view counts as readable (op names drawn) at the nominal plot size: a notch above the
+# level of detail's threshold, since real plots are smaller (about 1000 x 650 px in a 1400 x 900 window with the
+# details panel, 950 x 550 on a 1366 x 768 laptop): at the bare threshold CLIP's default view showed no text
+READABLE_SCALE = picture.LOD_SCALE["o"] * 1.15
 # points per side of the picture's tiles (render/tiles.py; chosen by bench/bench_zoom_parts.py, see the README)
 TILE_PT = 1200.0
 SCROLL_CONFIG = {"scrollZoom": True, "displaylogo": False, "doubleClick": "reset"}
@@ -71,7 +75,7 @@ def start_window(layout: Layout, bounds: Box | None = None) -> Box | None:
     A 32-layer every-op view fitted whole is a few pixels per box and shows no text at all; users of map-like
     viewers expect to start readable and pan, with "fit to screen" one click away."""
     bounds = _bounds(layout) if bounds is None else bounds     # the drawing's extent, when the caller has it
-    if not layout.nodes or fit_scale(bounds) >= picture.LOD_SCALE["o"]:
+    if not layout.nodes or fit_scale(bounds) >= READABLE_SCALE:
         return None
     down = layout.rankdir in ("TB", "BT")
     x0, y0, x1, y1 = bounds[0] - PAD, bounds[1] - PAD, bounds[2] + PAD, bounds[3] + PAD
@@ -93,11 +97,6 @@ def start_window(layout: Layout, bounds: Box | None = None) -> Box | None:
     wx = place(x0, x1, w, cx, {"LR": x0, "RL": x1 - w}.get(rd))
     wy = place(y0, y1, h, cy, {"TB": y1 - h, "BT": y0}.get(rd))
     return (round(wx[0], 1), round(wy[0], 1), round(wx[1], 1), round(wy[1], 1))
-
-
-def min_label_scale() -> float:
-    """Pixels per point below which the picture hides even module names (its level of detail)."""
-    return picture.LOD_SCALE["m"]
 
 
 def _check(vg: VisibleGraph, layout: Layout, highlight: str | None) -> None:
@@ -128,7 +127,7 @@ def _initial_ranges(graph: Graph, vg: VisibleGraph, layout: Layout, bounds: Box)
         bx0, by0, bx1, by1 = layout.nodes[target]
         cx, cy = (bx0 + bx1) / 2, (by0 + by1) / 2
         hw, hh = max(cx - x0, x1 - cx) + PAD, max(cy - y0, y1 - cy) + PAD
-        if fit_scale((cx - hw, cy - hh, cx + hw, cy + hh)) < picture.LOD_SCALE["o"]:
+        if fit_scale((cx - hw, cy - hh, cx + hw, cy + hh)) < READABLE_SCALE:
             hw = min(xr[1] - xr[0], FAILED_WINDOW[0]) / 2
             hh = min(yr[1] - yr[0], FAILED_WINDOW[1]) / 2
         xr, yr = [cx - hw, cx + hw], [cy - hh, cy + hh]
