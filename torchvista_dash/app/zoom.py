@@ -10,11 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from ..layout.types import Box
-from ..render.figure import NOMINAL_PLOT_PX, READABLE_SCALE
+from ..render.figure import NOMINAL_PLOT_PX
+from ..render.picture import LOD_SCALE
 
 Ranges = list[list[float]]   # [[x0, x1], [y0, y1]]
 FIT_MARGIN = 16.0            # points kept around an opened cluster when the view zooms out to show it
-MIN_FIT_SCALE = READABLE_SCALE   # never zoom out so far that the opened module's op names are hidden
+# never zoom out so far that the opened module's op names are hidden; the click measures the real scale, so a
+# small margin keeps the view off the threshold itself (a CSS max-width query includes it: at exactly the
+# threshold every op name of a just-opened Mistral layer was hidden)
+MIN_FIT_SCALE = LOD_SCALE["o"] * 1.02
 
 
 def clicked_scale(click: dict[str, Any] | None, box: Box | None) -> float | None:
