@@ -38,8 +38,23 @@ RESULTS = ROOT / "bench" / "results" / "zoom_parts.md"
 WHOLE = "(a) => Plotly.relayout(document.getElementById(a[0]), {'xaxis.range': a[1], 'yaxis.range': a[2]})"
 
 
-def variants(n: int, tiles: list[float]) -> dict[str, object]:
-    g, vg, lay = grid_case(n)
+def view_of(size: str) -> tuple[object, object, object]:
+    """A hand-built grid of ``size`` boxes, or a Llama of bench_vs_torchvista (``llama32``) every op, unfolded:
+    a tall column on a canvas widened to the plot, as real models are."""
+    if size.isdigit():
+        return grid_case(int(size))
+    import bench_vs_torchvista as bt
+
+    from torchvista_dash import trace_model
+
+    model, ids = getattr(bt, size)()
+    t = trace_model(model, ids)
+    vg = t.view(depth=None, fold_repeats=False)
+    return t.graph, vg, t.layout(vg)
+
+
+def variants(size: str, tiles: list[float]) -> dict[str, object]:
+    g, vg, lay = view_of(size)
     fig = make_figure(g, vg, lay, tile=None)
     bars = copy.deepcopy(fig)
     bars.layout.images = []
@@ -57,7 +72,7 @@ def variants(n: int, tiles: list[float]) -> dict[str, object]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--sizes", default="400,2300,5600")
+    ap.add_argument("--sizes", default="400,2300,5600", help="boxes of hand-built grids, or Llama views (llama32)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--tiles", default="800,1200,1600", help="tile sizes (points) to measure beside one image")
     args = ap.parse_args()
@@ -68,8 +83,9 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp())
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=br.CHROMIUM_ARGS)
-        for n in (int(s) for s in args.sizes.split(",")):
+        for n in args.sizes.split(","):
             figs = variants(n, [float(t) for t in args.tiles.split(",") if t])
+            label = f"{int(n):,}" if n.isdigit() else f"{n} ({len(next(iter(figs.values())).data[0].x):,} boxes)"
             pages = []
             for i, fig in enumerate(figs.values()):      # every variant open at once, measured in turn
                 path = br.write_html(fig, tmp / f"{n}_{i}.html")
@@ -93,7 +109,7 @@ def main() -> None:
                     page.bring_to_front()
                     times[name][2].append(page.evaluate(br.STEP, [br.DIV, "zoom", False]))
             for name, (zoom, pan, whole) in times.items():
-                rows.append(f"| {n:,} | {name} | {statistics.median(zoom):,.0f} | {statistics.median(pan):,.0f} "
+                rows.append(f"| {label} | {name} | {statistics.median(zoom):,.0f} | {statistics.median(pan):,.0f} "
                             f"| {statistics.median(whole):,.0f} |")
                 print(rows[-1], file=sys.stderr, flush=True)
             for page in pages:
@@ -104,7 +120,7 @@ def main() -> None:
         "# Zoom and pan step of the picture, by part (headless Chromium)", "",
         f"Command: `.venv/bin/python bench/bench_zoom_parts.py --sizes {args.sizes} --repeat {args.repeat} "
         f"--tiles {args.tiles}`", "",
-        "| boxes | figure | zoom step ms | pan step ms | zoom step ms, whole view |", "|---:|---|---:|---:|---:|",
+        "| view | figure | zoom step ms | pan step ms | zoom step ms, whole view |", "|---:|---|---:|---:|---:|",
         *rows, "",
         f"Load average (1, 5, 15 min) at the start: {', '.join(f'{v:.1f}' for v in load0)}; at the end: "
         f"{', '.join(f'{v:.1f}' for v in load1)} (2 cores).", ""])
