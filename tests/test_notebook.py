@@ -15,7 +15,7 @@ import nbformat
 import pytest
 import requests
 from nbclient import NotebookClient
-from support_app import ids_drawn, wait_drawn
+from support_app import graph_dom_id, ids_drawn, wait_drawn
 
 CELLS = [
     "from torchvista_dash import trace_model\nfrom torchvista_dash.demos import build_demo",
@@ -24,6 +24,11 @@ CELLS = [
     "t1.show()   # re-running / showing again keeps working",
     "trace_model(*build_demo('broken'), name='broken one').show()",
 ]
+
+
+PICTURES_SERVED = """async (d) => { const gd = document.getElementById(d).querySelector('.js-plotly-plot');
+  return await Promise.all(gd.layout.images.map(async im => { const r = await fetch(im.source);
+    return [im.source, r.status, r.headers.get('content-type')]; })); }"""
 
 
 def _iframe_src(output: dict[str, Any]) -> str:
@@ -61,6 +66,10 @@ def test_notebook_show_twice_gives_two_live_iframes(tmp_path: Path, page: Any) -
             wait_drawn(page, f"trace-{tid}")
             assert model in page.inner_text(".tvd-header")
             assert ids_drawn(page, f"trace-{tid}", "nodes:labels")
+            # the picture comes from the notebook's server by URL (app/pictures.py), and it answers
+            served = page.evaluate(PICTURES_SERVED, graph_dom_id(f"trace-{tid}"))
+            assert served and all(src.startswith("/_tvd/picture/") and status == 200 and "svg" in kind
+                                  for src, status, kind in served), served
 
 
 def test_show_external_prints_a_live_url_and_rejects_bad_modes(capsys: pytest.CaptureFixture[str]) -> None:
