@@ -7,7 +7,7 @@ sends only the hit layer, the browser fetches each picture once (and keeps it: t
 so it is cached as immutable), and the page's first picture (firstpaint.py) is the same URL, fetched while
 Dash's scripts load and drawn again by plotly from the browser's memory cache.
 
-Pictures are stored gzipped (5-8x smaller), in a bounded LRU (``MAX_BYTES``, ``MAX_PICTURES``) plus a weak
+Pictures are kept gzipped (5-8x smaller) once first served, in a bounded LRU (``MAX_BYTES``, ``MAX_PICTURES``) plus a weak
 index of the pictures that cached figures still hold (the registry bounds those), so any URL a figure the server
 can send names can be answered. The key in a request is untrusted: anything but 32 hex digits is refused before
 any lookup. A figure for a static export (``to_html``, the HTML export button) keeps ``data:`` URIs and stands
@@ -36,7 +36,7 @@ PREFIX = "_tvd/picture/"
 KEY = re.compile(r"[0-9a-f]{32}")
 SVG_DATA_URI = "data:image/svg+xml;base64,"
 GZIP_LEVEL = 5                        # 3.8 MB of SVG: about 0.1 s, 0.53 MB (level 1: 0.04 s, 0.68 MB)
-MAX_BYTES = 96 * 1024 * 1024          # gzipped bytes held by the LRU (about 150 pictures of 5,000 boxes)
+MAX_BYTES = 96 * 1024 * 1024          # bytes the LRU holds, gzipped once served (about 150 pictures of 5,000 boxes)
 MAX_PICTURES = 512
 # content-addressed: a key always names the same bytes, so browsers may keep them as long as they like
 HEADERS = {
@@ -56,17 +56,35 @@ def key_of(svg: bytes) -> str:
 
 
 class Picture:
-    """One SVG document, gzipped, under the hash of its bytes."""
+    """One SVG document under the hash of its bytes, gzipped the first time it is asked for gzipped (then only
+    the gzipped bytes are kept): a figure is built at once, its pictures are compressed as they are fetched,
+    on the request threads (zlib lets other threads run), not on the way to the figure's answer."""
 
-    __slots__ = ("__weakref__", "gz", "key", "size")
+    __slots__ = ("__weakref__", "_gz", "_lock", "_raw", "key", "size")
 
     def __init__(self, svg: bytes, key: str | None = None) -> None:
         self.key = key_of(svg) if key is None else key
-        self.gz = gzip.compress(svg, compresslevel=GZIP_LEVEL, mtime=0)
         self.size = len(svg)
+        self._raw: bytes | None = svg
+        self._gz: bytes | None = None
+        self._lock = threading.Lock()
+
+    def gz(self) -> bytes:
+        with self._lock:
+            if self._gz is None:
+                self._gz = gzip.compress(self._raw or b"", compresslevel=GZIP_LEVEL, mtime=0)
+                self._raw = None
+            return self._gz
 
     def svg(self) -> bytes:
-        return gzip.decompress(self.gz)
+        raw = self._raw
+        return raw if raw is not None else gzip.decompress(self.gz())
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes it holds now (the SVG, or once compressed the gzipped SVG)."""
+        gz = self._gz
+        return len(gz) if gz is not None else self.size
 
     def data_uri(self) -> str:
         return SVG_DATA_URI + base64.b64encode(self.svg()).decode("ascii")
@@ -89,7 +107,7 @@ class Store:
         with self._lock:
             pic = self._held.get(key)
         if pic is None:
-            new = Picture(svg, key)           # compressed outside the lock (zlib lets other threads run)
+            new = Picture(svg, key)
             with self._lock:
                 pic = self._held.setdefault(key, new)
         with self._lock:
@@ -108,10 +126,10 @@ class Store:
             self._recent.move_to_end(pic.key)
             return
         self._recent[pic.key] = pic
-        self._bytes += len(pic.gz)
+        self._bytes = sum(p.nbytes for p in self._recent.values())     # pictures shrink once compressed
         while self._recent and (self._bytes > self.max_bytes or len(self._recent) > self.max_pictures):
             _, old = self._recent.popitem(last=False)
-            self._bytes -= len(old.gz)
+            self._bytes -= old.nbytes
 
     def __len__(self) -> int:
         with self._lock:
@@ -179,7 +197,7 @@ def served(key: str, accept_encoding: str = "gzip", if_none_match: str = "", int
     if etag in (t.strip() for t in if_none_match.split(",")) or if_none_match.strip() == "*":
         return 304, headers, b""
     if accepts_gzip(accept_encoding):
-        return 200, {**headers, "Content-Encoding": "gzip"}, pic.gz
+        return 200, {**headers, "Content-Encoding": "gzip"}, pic.gz()
     return 200, headers, pic.svg()
 
 
