@@ -13,7 +13,7 @@ from test_app_state import _find
 from torch import nn
 
 from torchvista_dash import trace_model
-from torchvista_dash.app import ModelGraph, registry, state
+from torchvista_dash.app import ModelGraph, firstview, registry, state
 from torchvista_dash.app.cache import Cache
 from torchvista_dash.app.details import call_io
 from torchvista_dash.demos import demo_trace
@@ -54,7 +54,10 @@ def test_a_cache_is_bounded_and_computes_a_miss_once_for_concurrent_callers() ->
     assert "bad" not in cache                        # failures are not cached: the next click tries again
 
 
-def test_the_pipeline_caches_live_in_the_traces_entry(dot_binary: str) -> None:
+def test_the_pipeline_caches_live_in_the_traces_entry(dot_binary: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the constructor waits for its first view (not only 0.6 s, which a loaded machine can miss: then the page
+    # would ask for it later), so that the caches it fills can be looked at
+    monkeypatch.setattr(firstview, "WAIT_S", 120.0)
     trace = _small_trace(5)
     data = _find(ModelGraph(trace, id="entry"), "store").data
     tid = data["trace"]
