@@ -104,10 +104,11 @@ def slow_dot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     layout.clear_cache()
 
 
-def _progress_text(page: Any) -> str:
+def _progress_text(page: Any, aio_id: str = "slow") -> str:
+    """The progress line as shown ('' while it is hidden)."""
     return page.evaluate("(d) => { const e = document.getElementById(d); "
                          "return e && getComputedStyle(e).display !== 'none' ? e.innerText : ''; }",
-                         graph_dom_id("slow", "progress"))
+                         graph_dom_id(aio_id, "progress"))
 
 
 def test_a_slow_expand_shows_stage_and_modules_then_clears(page: Any, slow_dot: str,
@@ -200,9 +201,7 @@ def _watch_first_view(page: Any, aio_id: str, header: str, timeout_s: float = 12
     placeholder: list[str] = []
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        txt = page.evaluate("(d) => { const e = document.getElementById(d); "
-                            "return e && getComputedStyle(e).display !== 'none' ? e.innerText : ''; }",
-                            graph_dom_id(aio_id, "progress"))
+        txt = _progress_text(page, aio_id)
         if txt:
             seen.append(txt)
         note = page.evaluate("(d) => { const e = document.getElementById(d); const a = e && "
@@ -223,9 +222,7 @@ def _wait_progress(page: Any, aio_id: str, timeout_s: float = 60) -> str:
     """The first progress line the page shows."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        txt = page.evaluate("(d) => { const e = document.getElementById(d); "
-                            "return e && getComputedStyle(e).display !== 'none' ? e.innerText : ''; }",
-                            graph_dom_id(aio_id, "progress"))
+        txt = _progress_text(page, aio_id)
         if txt:
             return str(txt)
         time.sleep(0.05)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -72,6 +74,16 @@ def point_of(page, trace_name: str, item: str, fx: float = 0.5, fy: float = 0.5)
       return [t.x[i] + (fx - 0.5) * t.width[i], t.base[i] + fy * t.y[i]]; }""", [HTML_DIV_ID, trace_name, item, fx, fy])
 
 
+
+def _open_figure(browser: Any, fig: Any, path: Path) -> tuple[Any, Any]:
+    """``fig`` written to ``path`` as a standalone page and opened at 1400 x 900 until its picture is placed."""
+    fig.write_html(path, include_plotlyjs=True, div_id=HTML_DIV_ID, config=SCROLL_CONFIG, default_height="100vh")
+    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = ctx.new_page()
+    page.goto(path.as_uri())
+    page.wait_for_selector(".imagelayer image")
+    return ctx, page
+
 def test_exported_html_renders_non_blank(loaded):
     shot = loaded.screenshot()
     stats = loaded.evaluate(COUNT_INK, base64.b64encode(shot).decode())
@@ -117,12 +129,8 @@ def test_zoomed_out_view_draws_no_text_until_zoomed_in(browser, tmp_path):
     g, vg, lay = grid_case(300, cols=2)
     fig = make_figure(g, vg, lay)
     path = tmp_path / "tall.html"
-    fig.write_html(path, include_plotlyjs=True, div_id=HTML_DIV_ID, config=SCROLL_CONFIG, default_height="100vh")
-    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+    ctx, page = _open_figure(browser, fig, path)
     try:
-        page = ctx.new_page()
-        page.goto(path.as_uri())
-        page.wait_for_selector(".imagelayer image")
         assert drawn_labels(page, HTML_DIV_ID)["labels"], "it starts at a readable window on its top"
         # the whole view with a margin, as "fit to screen" shows it
         page.evaluate("(id) => { const gd = document.getElementById(id), b = gd._fullLayout.meta.torchvista_dash.bounds;"
@@ -176,12 +184,8 @@ def test_a_big_view_is_tiles_and_a_label_across_their_border_is_drawn_whole(brow
     images = [(i.x, i.y - i.sizey, i.x + i.sizex, i.y) for i in fig.layout.images]
     assert len(images) >= 4
     path = tmp_path / "big.html"
-    fig.write_html(path, include_plotlyjs=True, div_id=HTML_DIV_ID, config=SCROLL_CONFIG, default_height="100vh")
-    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+    ctx, page = _open_figure(browser, fig, path)
     try:
-        page = ctx.new_page()
-        page.goto(path.as_uri())
-        page.wait_for_selector(".imagelayer image")
         drawn = drawn_labels(page, HTML_DIV_ID)
         assert drawn["images"] == len(images)
         on_screen = page.evaluate("""() => { const p = document.querySelector('.nsewdrag').getBoundingClientRect();
