@@ -207,11 +207,21 @@ def _tensors_of(args: tuple[Any, ...], kw: dict[str, Any]) -> list[torch.Tensor]
 
 def _user_traceback(error: BaseException) -> str:
     """The exception's traceback without the tracer's own frames (the call into the model on top, the
-    function mode around the failing op): it reads as the model's forward pass raising on its own."""
+    function mode around the failing op): it reads as the model's forward pass raising on its own.
+
+    It ends where the model's code handed the op to the tracer: what ran below that depends on the tracer's
+    state (the first time an op is seen, its FLOPs are measured under torch's FlopCounterMode, which adds
+    frames of its own), so keeping it would make the same failing model give different trace JSON."""
     te = traceback.TracebackException(type(error), error, error.__traceback__)
     here = os.path.dirname(os.path.abspath(__file__)) + os.sep
-    te.stack = traceback.StackSummary.from_list(
-        [f for f in te.stack if not os.path.abspath(f.filename).startswith(here)])
+    kept: list[traceback.FrameSummary] = []
+    for f in te.stack:
+        if os.path.abspath(f.filename).startswith(here):
+            if kept:            # the tracer's frame around the failing op: the model's part ends here
+                break
+            continue            # the tracer's call into the model, on top
+        kept.append(f)
+    te.stack = traceback.StackSummary.from_list(kept)
     return "".join(te.format())
 
 
