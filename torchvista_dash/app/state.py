@@ -104,8 +104,9 @@ def drawn_figure(trace_id: str, spec: ViewSpec, draw: DrawOptions) -> pictures.D
         vg = visible(trace_id, spec)
         lay = layout_of(trace_id, spec, draw.rankdir)
         paint = paint_of(graph, vg, draw, entry.trace.paint(vg, draw.theme))
-        fig = make_figure(graph, vg, lay, paint=paint, **draw.for_render())
-        return pictures.drawn(fig.to_plotly_json())
+        collect = pictures.Collector()
+        fig = make_figure(graph, vg, lay, paint=paint, picture_source=collect, **draw.for_render())
+        return collect.drawn(fig.to_plotly_json())
 
     if (spec, draw) not in entry.figures:
         # said before the cache: a request waiting for another thread's drawing of this figure says so too

@@ -22,6 +22,7 @@ layout's units. Equal aspect: ``yaxis.scaleanchor = "x"``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import plotly.graph_objects as go
@@ -136,14 +137,17 @@ def _initial_ranges(graph: Graph, vg: VisibleGraph, layout: Layout, bounds: Box)
 
 def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "light", *,
                 highlight: str | None = None, details: bool | None = None, labels: bool | None = None,
-                uirevision: Any = UIREVISION, paint: Paint | None = None, tile: float | None = TILE_PT) -> go.Figure:
+                uirevision: Any = UIREVISION, paint: Paint | None = None, tile: float | None = TILE_PT,
+                picture_source: Callable[[str], str] = picture.data_uri) -> go.Figure:
     """Draw one laid-out view as a plotly Figure; every box and header row is a click target carrying its id.
 
     ``highlight`` outlines one visible node or expanded cluster (a search hit). ``labels=False`` draws no text
     and ``details=False`` no shape lines or edge labels (default for both: drawn, as the zoom allows; hover
     shows them either way). ``paint`` (paint.py) recolours boxes, adds hover lines and a colour bar: colour by
     cost, a diff. ``tile``: the picture is cut into images about this many points square (render/tiles.py:
-    a zoom step then costs the browser only the images on screen); None: one image.
+    a zoom step then costs the browser only the images on screen); None: one image. ``picture_source``: what
+    each image's ``source`` is made from its SVG text (default: a self-contained data URI; the app stores
+    the SVG and serves it by URL instead, without encoding it first).
     """
     th: Theme = get_theme(theme)
     _check(vg, layout, highlight)
@@ -167,7 +171,7 @@ def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "li
         "xaxis": {"range": xr, "visible": False, "showgrid": False, "zeroline": False},
         "yaxis": {"range": yr, "visible": False, "showgrid": False, "zeroline": False,
                   "scaleanchor": "x", "scaleratio": 1},
-        "images": [{"source": picture.data_uri(p.svg), "xref": "x", "yref": "y", "x": p.box[0], "y": p.box[3],
+        "images": [{"source": picture_source(p.svg), "xref": "x", "yref": "y", "x": p.box[0], "y": p.box[3],
                     "sizex": round(p.box[2] - p.box[0], 1), "sizey": round(p.box[3] - p.box[1], 1),
                     "xanchor": "left", "yanchor": "top", "sizing": "stretch", "layer": "below", "name": "picture"}
                    for p in pieces],
