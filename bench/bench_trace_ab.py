@@ -30,7 +30,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-_CHILD = r"""
+# what both child scripts start with: argv = checkout(s), bench dir, repeats, "1" for no FLOPs
+_HEAD = r"""
 import json, statistics, sys, time, warnings
 sys.path.insert(0, sys.argv[1])
 sys.path.insert(0, sys.argv[2])
@@ -38,7 +39,8 @@ warnings.filterwarnings("ignore")
 import torch
 torch.set_num_threads(1)
 from bench_trace import build
-from torchvista_dash import trace_model
+"""
+_EACH_MODEL = r"""
 opts = {"flops": False} if sys.argv[4] == "1" else {}
 out = {}
 for name in ("GPT-2 small", "BERT base"):
@@ -46,7 +48,11 @@ for name in ("GPT-2 small", "BERT base"):
     def fwd():
         with torch.no_grad():
             model(ids, **kw)
-    def tr():
+"""
+
+_CHILD = _HEAD + r"""
+from torchvista_dash import trace_model
+""" + _EACH_MODEL + r"""    def tr():
         trace_model(model, (ids,), kwargs=kw, **opts)
     for f in (fwd, tr, fwd, tr):
         f()
@@ -68,23 +74,10 @@ def run(checkout: Path, repeat: int, no_flops: bool) -> dict[str, float]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-_ONE = r"""
-import importlib, json, statistics, sys, time, warnings
-sys.path.insert(0, sys.argv[1])
-sys.path.insert(0, sys.argv[2])
-warnings.filterwarnings("ignore")
-import torch
-torch.set_num_threads(1)
-from bench_trace import build
+_ONE = _HEAD + r"""
+import importlib
 old, new = importlib.import_module("tvd_old"), importlib.import_module("tvd_new")
-opts = {"flops": False} if sys.argv[4] == "1" else {}
-out = {}
-for name in ("GPT-2 small", "BERT base"):
-    model, ids, kw = build(name)
-    def fwd():
-        with torch.no_grad():
-            model(ids, **kw)
-    runs = {"fwd": fwd, "old": lambda: old.trace_model(model, (ids,), kwargs=kw, **opts),
+""" + _EACH_MODEL + r"""    runs = {"fwd": fwd, "old": lambda: old.trace_model(model, (ids,), kwargs=kw, **opts),
             "new": lambda: new.trace_model(model, (ids,), kwargs=kw, **opts)}
     for f in (*runs.values(), *runs.values()):
         f()
