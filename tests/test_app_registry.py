@@ -93,3 +93,35 @@ def test_the_registry_keeps_the_most_recent_traces_and_frees_their_caches(monkey
     monkeypatch.setenv(registry.MAX_TRACES_ENV, "none")
     with pytest.raises(ValueError, match="TVD_MAX_TRACES='none' is not a positive whole number"):
         registry.register(t6)
+
+
+def test_a_cache_with_a_byte_bound_drops_the_oldest_values_past_it() -> None:
+    cache: Cache[str, bytes] = Cache(10, max_bytes=100, weigh=len)
+    for k in "abc":
+        cache.get(k, lambda: b"x" * 40)
+    assert "a" not in cache and "b" in cache and "c" in cache and cache.nbytes == 80
+    cache.get("big", lambda: b"x" * 500)                 # the newest stays, whatever it weighs
+    assert len(cache) == 1 and "big" in cache and cache.nbytes == 500
+    cache.clear()
+    assert cache.nbytes == 0
+    with pytest.raises(ValueError, match="needs both"):
+        Cache(3, max_bytes=10)
+
+
+def test_a_traces_figures_and_layouts_are_bounded_by_memory_not_only_by_count(
+        monkeypatch: pytest.MonkeyPatch, dot_binary: str) -> None:
+    # a user exploring a big model clicks through many views: each one's figure and layout are cached, and
+    # past the entry's byte bound the least recently drawn go (here a bound below one figure: only the last)
+    monkeypatch.setattr(registry, "FIGURE_BYTES", 1)
+    monkeypatch.setattr(registry, "LAYOUT_BYTES", 1)
+    block = nn.Sequential(nn.Linear(13, 13), nn.ReLU())
+    trace = trace_model(nn.Sequential(block, nn.Sequential(nn.Linear(13, 13), nn.Tanh())), torch.rand(1, 13))
+    tid = registry.register(trace)
+    entry = registry.entry(tid)
+    specs = [trace.view(depth=d).spec for d in (0, 1, None)]
+    drawn = [state.drawn_figure(tid, s, DrawOptions()) for s in specs]
+    assert all(d.nbytes > 1000 for d in drawn)           # a figure weighs its picture and its dicts
+    assert [(s, DrawOptions()) in entry.figures for s in specs] == [False, False, True]
+    assert entry.figures.nbytes == drawn[-1].nbytes
+    assert len(entry.layouts) == 1 and (specs[-1], "TB") in entry.layouts
+    assert entry.layouts.nbytes == registry.layout_bytes(state.layout_of(tid, specs[-1], "TB"))

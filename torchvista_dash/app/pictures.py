@@ -16,8 +16,10 @@ alone; so does a figure drawn outside a request of an app that serves the route 
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
+import json
 import re
 import threading
 import weakref
@@ -163,6 +165,12 @@ class Drawn:
         for i, pic in self.pictures:
             images[i]["source"] = pic.data_uri() if base is None else f"{base}{pic.key}.svg"
         return images
+
+    @functools.cached_property
+    def nbytes(self) -> int:
+        """About what this holds in memory: its pictures' SVG and its dicts, which take about five times their
+        JSON text (measured on an 80-layer Llama every-op figure: 1.9 MB of JSON, 28 MB with its pictures)."""
+        return sum(pic.size for _, pic in self.pictures) + 5 * len(json.dumps(self.figure))
 
 
 class Collector:
