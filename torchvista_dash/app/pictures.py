@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import gzip
 import hashlib
-import json
 import re
 import threading
 import weakref
@@ -170,7 +169,23 @@ class Drawn:
     def nbytes(self) -> int:
         """About what this holds in memory: its pictures' SVG and its dicts, which take about five times their
         JSON text (measured on an 80-layer Llama every-op figure: 1.9 MB of JSON, 28 MB with its pictures)."""
-        return sum(pic.size for _, pic in self.pictures) + 5 * len(json.dumps(self.figure))
+        return sum(pic.size for _, pic in self.pictures) + 5 * _json_size(self.figure)
+
+
+def _json_size(value: Any) -> int:
+    """About the length of ``value``'s JSON text, without writing it (json.dumps took 33 ms on an 80-layer
+    figure, on a click's path): strings and numbers summed by C-level maps, containers walked."""
+    if isinstance(value, str):
+        return len(value) + 2
+    if isinstance(value, dict):
+        return sum(len(k) + 4 + _json_size(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        if value and all(isinstance(v, str) for v in value):
+            return sum(map(len, value)) + 3 * len(value)
+        if value and all(isinstance(v, (int, float)) for v in value):
+            return 10 * len(value)
+        return sum(map(_json_size, value)) + len(value)
+    return 8
 
 
 class Collector:
