@@ -344,6 +344,14 @@ def test_export_colours_by_a_cost_and_names_a_missing_one(tmp_path: Path, capsys
     assert code == 2 and "error: color_by='time': this trace has no time recorded; trace with" in err
 
 
+def test_help_says_what_the_commands_do_and_what_a_target_is(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "a saved trace or a model function, served or exported; diff A B compares two of them." in out
+    assert "TARGET is one of: a saved trace (trace.json), package.module:function" in out and "``" not in out
+
+
 # ---- on/off view options: --no-fold-repeats, --show-params (options.flag_options) ----------------
 def test_help_lists_the_on_off_view_options(capsys: pytest.CaptureFixture[str]) -> None:
     for command in ("serve", "export", "diff"):

@@ -331,7 +331,9 @@ def _view_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m torchvista_dash", description=__doc__.split("\n")[0])
+    first, rest = (__doc__ or "").replace("``", "").split("\n\n", 1)
+    p = argparse.ArgumentParser(prog="python -m torchvista_dash", description=" ".join(first.split()),
+                                epilog=" ".join(rest.split()))
     sub = p.add_subparsers(dest="command", required=True)
     target_help = ("a saved trace (file.json), module:function returning (model, inputs) or (model, args, kwargs), "
                    "or a demo name")
