@@ -186,3 +186,39 @@ def test_cli_diff_serves_the_diff(gpt2_pair: tuple[Any, Any], tmp_path: Path) ->
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+class _Stack(nn.Module):
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.body = nn.Sequential(*[nn.Sequential(nn.Linear(4, 4), nn.ReLU()) for _ in range(n)])
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.body(x))
+
+
+def test_a_diffs_first_view_opens_down_to_what_changed() -> None:
+    # the added block sits two levels down: a depth-1 view would show one unmarked "body" box
+    d = compare(_quiet(_Stack(2), torch.randn(1, 4)), _quiet(_Stack(3), torch.randn(1, 4)))
+    assert d.summary()["added"] == ["body.2", "body.2.0", "body.2.1"]
+    vg = d.trace.view()
+    assert "mod:body" in vg.spec.expanded and "mod:body.2" not in vg.spec.expanded   # added: marked whole
+    run = next(n for n in vg.nodes if "mod:body.2" in (n.members or (n.id,)))
+    paint = d.trace.paint(vg)
+    assert paint is not None and paint.sublabels[run.id] == "×2 → ×3: +1"
+    assert d.trace.view(expanded=()).spec.expanded == d.trace.view(depth=1, expanded=()).spec.expanded
+    assert "mod:body" not in d.trace.view(expanded=()).spec.expanded          # asked for nothing open: nothing
+
+
+def test_a_collapsed_box_whose_inside_changed_is_marked_changed() -> None:
+    d = compare(_bert(128), _bert(256))
+    vg = d.trace.view()
+    assert "mod:encoder" in vg.spec.expanded                  # opened down to the folded layers, not into them
+    run = next(n for n in vg.nodes if n.kind == "folded")
+    paint = d.trace.paint(vg)
+    assert paint is not None and paint.boxes[run.id].line == "#e8590c"
+    assert "changed inside: 10 modules differ" in paint.hover[run.id]
+    closed = d.trace.view(expanded=())                        # the whole encoder collapsed: marked as well
+    enc = next(n for n in closed.nodes if n.id == "mod:encoder")
+    assert d.trace.paint(closed).boxes[enc.id].line == "#e8590c"

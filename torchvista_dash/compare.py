@@ -12,6 +12,7 @@ Pure data: no torch. ``Diff.trace`` is a ``Trace`` of the merged graph whose pic
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 from collections.abc import Iterable
 from pathlib import Path
@@ -198,6 +199,26 @@ class DiffTrace(Trace):
     def id(self) -> str:
         h = hashlib.sha1(f"diff:{self.diff.a.content_id}:{self.diff.b.content_id}".encode()).hexdigest()
         return "diff-" + h[:16]
+
+    @functools.cached_property
+    def default_expanded(self) -> frozenset[str]:
+        """The modules that hold a change, so that the first view shows each added, removed or changed module:
+        every ancestor of one, down to (not into) a folded run, whose box is marked as a whole."""
+        from .repeats import index_of
+
+        idx = index_of(self.graph)
+        calls = self.graph.call_by_id
+        opened: set[str] = set()
+        for call in self.graph.module_calls:
+            parent = calls.get(call.parent) if call.parent else None
+            if self.diff.status_of_call(call) == SAME or (
+                    parent is not None and self.diff.status_of_call(parent) in (ADDED, REMOVED)):
+                continue                  # inside an added or removed module, which is marked whole
+            for cid in idx.call_chain[call.id][:-1]:
+                if cid in idx.fold_of:
+                    break
+                opened.add(cid)
+        return frozenset(opened)
 
     def paint(self, vg: VisibleGraph, theme: str = "light") -> Paint | None:
         from .render.diffpaint import diff_paint

@@ -49,9 +49,12 @@ NEIGHBOURS = 12             # views one click away laid out in the background af
 
 
 def initial_spec(trace_id: str, view: ViewOptions = DEFAULT_VIEW) -> ViewSpec:
-    """The first view: ``view.depth`` levels open, plus the path to the failing op of a failed trace."""
-    graph = registry.get(trace_id).graph
-    spec = view_mod.make_spec(graph, depth=view.depth, fold_repeats=view.fold_repeats, show_params=view.show_params)
+    """The first view: ``view.depth`` levels open, the trace's ``default_expanded`` (a diff's changes) and the
+    path to the failing op of a failed trace."""
+    trace = registry.get(trace_id)
+    graph = trace.graph
+    spec = view_mod.make_spec(graph, depth=view.depth, expanded=trace.default_expanded,
+                              fold_repeats=view.fold_repeats, show_params=view.show_params)
     if graph.error is not None and graph.error.node is not None and graph.error.node in graph.node_by_id:
         spec = view_mod.expand_to(graph, spec, graph.error.node)
     return spec

@@ -74,9 +74,20 @@ def _side(diff: Diff, qualnames: list[str]) -> list[str]:
     return lines
 
 
-def _hover(diff: Diff, status: str, count: str, qualnames: list[str]) -> str:
+def _changes_inside(diff: Diff, graph: Graph) -> dict[str, int]:
+    """Call id → how many calls below it differ: a collapsed box that differs only inside is marked too."""
+    inside = dict.fromkeys(graph.call_by_id, 0)
+    for call in reversed(graph.module_calls):            # children come after their parent in call order
+        if call.parent in inside:
+            inside[call.parent] += inside[call.id] + (diff.status_of_call(call) != SAME)
+    return inside
+
+
+def _hover(diff: Diff, status: str, count: str, qualnames: list[str], inside: int = 0) -> str:
     head = {"added": "added in the second trace", "removed": "removed (only in the first trace)",
             "changed": "changed", "same": "unchanged"}[status]
+    if inside and not count and status == CHANGED and not any(diff.reasons.get(q) for q in qualnames):
+        head = f"changed inside: {inside} module{'s' if inside > 1 else ''} differ"
     lines = [f"<b>diff:</b> {esc(count or head)}"]
     for q in qualnames[:1]:
         lines += [f"• {esc(r)}" for r in diff.reasons.get(q, [])[:5]]
@@ -87,18 +98,22 @@ def _hover(diff: Diff, status: str, count: str, qualnames: list[str]) -> str:
 def diff_paint(diff: Diff, graph: Graph, vg: VisibleGraph, theme: str = "light") -> Paint:
     """Paint ``vg`` (a view of the merged graph) with the statuses of ``diff``."""
     calls = graph.call_by_id
+    inside_of = _changes_inside(diff, graph)
     boxes: dict[str, BoxPaint] = {}
     hover: dict[str, str] = {}
     sublabels: dict[str, str] = {}
     for vn in vg.nodes:
         status, count = _status_of_box(diff, graph, vn)
+        inside = sum(inside_of.get(m, 0) for m in (vn.members or (vn.id,)))
+        if status == SAME and inside:
+            status = CHANGED
         if status != "same":
             boxes[vn.id] = _paints(theme, vn.kind)[status]
         if count:
             sublabels[vn.id] = count
         if vn.kind in ("module", "folded"):
             qs = [calls[m].qualname for m in (vn.members or (vn.id,)) if m in calls]
-            hover[vn.id] = _hover(diff, status, count, qs)
+            hover[vn.id] = _hover(diff, status, count, qs, inside)
         elif status != "same":
             hover[vn.id] = f"<b>diff:</b> {esc(status)} with its module"
     clusters: dict[str, BoxPaint] = {}
