@@ -65,6 +65,50 @@ def test_parallel_edges_of_one_tensor_merge():
     assert len(vg.edges) == 6
 
 
+def test_several_tensors_between_two_boxes_are_one_edge_that_counts_them():
+    import torch
+    from torch import nn
+
+    from torchvista_dash import trace_model
+
+    class Pair(nn.Module):
+        def __init__(self, second_width: int) -> None:
+            super().__init__()
+            self.second_width = second_width
+
+        def forward(self, x):
+            return x + 1, x[:, : self.second_width] * 2
+
+    class Joined(nn.Module):
+        def __init__(self, second_width: int) -> None:
+            super().__init__()
+            self.pair = Pair(second_width)
+
+        def forward(self, x):
+            a, b = self.pair(x)
+            return torch.cat([a, b], 1)
+
+    for width, label in ((3, "4×3 ×2"), (1, "2 tensors")):
+        vg = trace_model(Joined(width), torch.rand(4, 3)).view()
+        (edge,) = [e for e in vg.edges if e.src == "mod:pair"]
+        assert (edge.label, edge.count) == (label, 2)
+
+
+def test_a_folded_stacks_per_layer_caches_are_one_edge_into_the_cache_box():
+    # 80 layers' keys and values were 160 edges side by side: a 12,600-point-wide default view of Llama-3-70B
+    import torch
+    from transformers import GPT2Config, GPT2Model
+
+    from torchvista_dash import trace_model
+
+    cfg = GPT2Config(n_layer=4, n_embd=32, n_head=2, vocab_size=64, n_positions=16)
+    vg = trace_model(GPT2Model(cfg).eval(), torch.randint(0, 64, (1, 5))).view()
+    into_cache = [e for e in vg.edges if e.dst.startswith("io:output:")]
+    fold = next(n.id for n in vg.nodes if n.kind == "folded")
+    (cache,) = [e for e in into_cache if e.src == fold]
+    assert cache.count == 8 and cache.label == "1×2×5×16 ×8"
+
+
 @pytest.mark.parametrize("odd, expected", [
     (5, [("fold:mod:layers.0", 5), ("mod:layers.5", 1), ("fold:mod:layers.6", 6)]),
     (0, [("mod:layers.0", 1), ("fold:mod:layers.1", 11)]),

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from .graph import Graph, ModuleCall, shape_text
+from .graph import Graph, ModuleCall, TensorMeta, shape_text
 from .iogroups import io_groups
 from .options import DEFAULT_NODE_BUDGET, EVERYTHING, ViewOptions, check_depth
 from .repeats import FOLD_PREFIX, HIDDEN_KINDS, Index, index_of
@@ -215,7 +215,7 @@ def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
                 label += f" #{c.call_index}"
             vis[box] = VisibleNode(box, "module", label_text(label), c.parent, failed=c.failed, members=(box,))
 
-    edges: dict[tuple[str, str, str], VisibleEdge] = {}
+    carried: dict[tuple[str, str], dict[str, TensorMeta]] = {}
     kinds = {n.id: n.kind for n in graph.nodes}
     for e in graph.edges:
         if kinds[e.src] in HIDDEN_KINDS and not spec.show_params:
@@ -225,9 +225,8 @@ def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
         rs, rd = node_rep[e.src][0], node_rep[e.dst][0]
         if rs == rd or rs not in vis or rd not in vis:
             continue
-        key = (rs, rd, e.tensor)
-        if key not in edges:
-            edges[key] = VisibleEdge(rs, rd, e.tensor, e.meta, label=label_text(shape_text(e.meta.shape)))
+        carried.setdefault((rs, rd), {}).setdefault(e.tensor, e.meta)
+    edges = [_edge(rs, rd, tensors) for (rs, rd), tensors in carried.items()]
 
     used: set[str] = set()
     for v in vis.values():
@@ -240,7 +239,18 @@ def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
                                  if c.parent is not None else c.cls), c.parent, failed=c.failed)
         for c in graph.module_calls if c.id in used) + tuple(
             Cluster(g, label_text(io.groups[g].label), None) for g in open_io)
-    return VisibleGraph(nodes=tuple(vis.values()), edges=tuple(edges.values()), clusters=clusters, spec=spec)
+    return VisibleGraph(nodes=tuple(vis.values()), edges=tuple(edges), clusters=clusters, spec=spec)
+
+
+def _edge(src: str, dst: str, tensors: dict[str, TensorMeta]) -> VisibleEdge:
+    """One edge for the tensors from ``src`` to ``dst``: its label is their shape, "×n" when there are
+    several of one shape, or "n tensors"."""
+    tensor, meta = next(iter(tensors.items()))
+    shapes = {m.shape for m in tensors.values()}
+    text = shape_text(meta.shape)
+    if len(tensors) > 1:
+        text = f"{text} ×{len(tensors)}" if len(shapes) == 1 and text else f"{len(tensors)} tensors"
+    return VisibleEdge(src, dst, tensor, meta, label=label_text(text), count=len(tensors))
 
 
 def _check_spec(graph: Graph, spec: ViewSpec) -> None:

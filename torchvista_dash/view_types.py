@@ -74,13 +74,16 @@ class VisibleNode:
 
 @dataclass(frozen=True)
 class VisibleEdge:
-    """A tensor between two visible boxes (parallel edges carrying the same tensor are merged)."""
+    """The tensors from one visible box to another, drawn as one edge: parallel edges carrying one tensor
+    are one, and so are several tensors between the same two boxes (80 folded layers' keys and values into
+    the cache box: one edge labelled "1×8×6×128 ×160", not 160 side by side)."""
 
     src: str
     dst: str
-    tensor: str
+    tensor: str                     # the first tensor it carries
     meta: TensorMeta
     label: str = ""                 # shape text drawn on the edge, e.g. "1×32×768"
+    count: int = 1                  # how many distinct tensors it carries
 
 
 @dataclass(frozen=True)
