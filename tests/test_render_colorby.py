@@ -155,3 +155,19 @@ def test_diff_figure_marks_added_and_compares_folded_runs_by_count() -> None:
     hover = _hover_of(flat, "mod:h.2")
     assert "added in the second trace" in hover and "absent →" in hover
     assert "unchanged" in _hover_of(flat, "mod:h.1")
+
+
+def test_colouring_by_bytes_draws_edges_as_wide_as_their_tensors(tmp_path: Path) -> None:
+    from torchvista_dash.render.colorby import EDGE_WIDTHS, edge_widths
+
+    t = demo_trace("gpt")
+    vg = t.view(depth=None)
+    widths = edge_widths(vg)
+    by_bytes = sorted((e.nbytes, widths[(e.src, e.dst)]) for e in vg.edges if e.nbytes)
+    assert by_bytes[0][1] == EDGE_WIDTHS[0] and by_bytes[-1][1] == EDGE_WIDTHS[1]
+    assert all(w1 <= w2 for (_, w1), (_, w2) in zip(by_bytes, by_bytes[1:], strict=False))   # more bytes, wider
+    svg = t.export(tmp_path / "bytes.svg", color_by="bytes", depth=None).read_text()
+    drawn = {float(w) for w in re.findall(r'class="edge">.*?stroke-width="([0-9.]+)"', svg, flags=re.S)}
+    assert set(EDGE_WIDTHS) < drawn                   # the lightest, the heaviest and some between
+    plain = t.export(tmp_path / "plain.svg", depth=None).read_text()
+    assert not {float(w) for w in re.findall(r'class="edge">.*?stroke-width="([0-9.]+)"', plain, flags=re.S)} - {1.2}

@@ -250,7 +250,8 @@ def _edge(src: str, dst: str, tensors: dict[str, TensorMeta]) -> VisibleEdge:
     text = shape_text(meta.shape)
     if len(tensors) > 1:
         text = f"{text} ×{len(tensors)}" if len(shapes) == 1 and text else f"{len(tensors)} tensors"
-    return VisibleEdge(src, dst, tensor, meta, label=label_text(text), count=len(tensors))
+    return VisibleEdge(src, dst, tensor, meta, label=label_text(text), count=len(tensors),
+                       nbytes=sum(m.nbytes for m in tensors.values()))
 
 
 def _check_spec(graph: Graph, spec: ViewSpec) -> None:

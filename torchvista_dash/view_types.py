@@ -84,6 +84,7 @@ class VisibleEdge:
     meta: TensorMeta
     label: str = ""                 # shape text drawn on the edge, e.g. "1×32×768"
     count: int = 1                  # how many distinct tensors it carries
+    nbytes: int = 0                 # their bytes together
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from .paint import BoxPaint, Paint
 STEPS = 9
 COLORSCALE = "YlOrRd"
 SCALE_RANGE = (0.08, 0.92)          # the part of the scale used: its palest end is hard to tell from white
+EDGE_WIDTHS = (0.8, 5.0)            # px: the lightest and the heaviest edge when colouring by bytes
 _NEUTRAL = {"light": BoxPaint("#f3f4f7", "#c3c9d3", "#6b7380"), "dark": BoxPaint("#2a2e35", "#4a515c", "#9aa3ae")}
 
 
@@ -82,8 +83,22 @@ def colour_paint(graph: Graph, vg: VisibleGraph, metric: str, theme: str = "ligh
         if v is not None:
             hover[cl.id] = _share_line(name, v, total, metric)
     extra = (_colour_bar(vg, lo, hi, metric, colours),) if positive and vg.nodes else ()
-    return Paint(boxes=boxes, hover=hover, extra=extra, title=f"coloured by {name}",
+    widths = edge_widths(vg) if metric == "bytes" else {}
+    return Paint(boxes=boxes, hover=hover, extra=extra, edge_widths=widths, title=f"coloured by {name}",
                  legend=_legend(lo, hi, metric, colours, neutral, positive, values))
+
+
+def edge_widths(vg: VisibleGraph) -> dict[tuple[str, str], float]:
+    """Each edge's width by the bytes it carries, on a log scale from ``EDGE_WIDTHS[0]`` to ``[1]``: where
+    the activations are big (a 1×8×50257 logits tensor beside a 1×8 mask) shows at a glance."""
+    sized = [(e.src, e.dst, e.nbytes) for e in vg.edges if e.nbytes > 0]
+    if not sized:
+        return {}
+    lo, hi = math.log10(min(b for *_, b in sized)), math.log10(max(b for *_, b in sized))
+    thin, thick = EDGE_WIDTHS
+    span = hi - lo
+    return {(s, d): round(thin + (thick - thin) * ((math.log10(b) - lo) / span if span > 1e-9 else 1.0), 1)
+            for s, d, b in sized}
 
 
 def _legend(lo: float, hi: float, metric: str, colours: list[str], neutral: BoxPaint, positive: list[float],
@@ -129,4 +144,4 @@ def _colour_bar(vg: VisibleGraph, lo: float, hi: float, metric: str, colours: li
     }
 
 
-__all__ = ["LABELS", "METRICS", "box_value", "colour_paint", "step_colours"]
+__all__ = ["LABELS", "METRICS", "box_value", "colour_paint", "edge_widths", "step_colours"]

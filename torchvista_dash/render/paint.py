@@ -34,6 +34,7 @@ class Paint:
     clusters: dict[str, BoxPaint] = field(default_factory=dict)   # outlines of expanded modules
     hover: dict[str, str] = field(default_factory=dict)           # extra hover lines (already escaped HTML)
     sublabels: dict[str, str] = field(default_factory=dict)       # second label line ("×2 → ×3: +1")
+    edge_widths: dict[tuple[str, str], float] = field(default_factory=dict)   # (src, dst) → stroke width, px
     extra: tuple[dict[str, Any], ...] = ()                        # colour bar / legend traces, drawn last
     title: str = ""                                               # a note for the figure ("coloured by FLOPs")
     # the key of a static picture (no plotly colour bar there): (swatch, text), top to bottom

@@ -171,6 +171,9 @@ def static_dot(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "lig
             attrs["pos"] = pos
         if kind_of.get(e.src) in ("parameter", "constant"):
             attrs["style"] = "dotted"
+        width = paint.edge_widths.get((e.src, e.dst))
+        if width is not None:
+            attrs["penwidth"] = _num(width)
         if e.label and e.label_pos is not None:
             attrs["label"] = e.label
             attrs["lp"] = f"{_num(e.label_pos[0])},{_num(e.label_pos[1])}"
