@@ -174,3 +174,54 @@ def test_show_of_a_slow_first_view_says_how_far_its_layout_got(tmp_path: Path,
     assert [d for d, _ in counts] == sorted(d for d, _ in counts), frames       # it counts up
     assert frames[-1].startswith("Laid out the first view in"), frames
     assert any(o["output_type"] == "display_data" and "<iframe" in o["data"]["text/html"] for o in outputs)
+
+
+SCRIPT = """
+from torchvista_dash import trace_model
+from torchvista_dash.demos import build_demo
+trace_model(*build_demo('mlp')).show()
+print('after show', flush=True)
+"""
+
+
+def test_show_in_a_plain_script_opens_a_tab_and_serves_until_ctrl_c(tmp_path: Path) -> None:
+    # outside a notebook there is no cell to draw in, and the script's end would stop the server thread: like
+    # plt.show(), show() opens a browser tab and serves until Ctrl-C, then the script goes on
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    opened = tmp_path / "opened.txt"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\necho "$1" > {opened}\n')
+    browser.chmod(0o755)
+    script = tmp_path / "script.py"
+    script.write_text(SCRIPT)
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "BROWSER": str(browser), "PYTHONUNBUFFERED": "1",
+           "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    try:
+        line = ""
+        deadline = time.time() + 120
+        while "serving http" not in line and time.time() < deadline:
+            line = proc.stdout.readline() if proc.stdout else ""
+            assert line or proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        url = line.split("serving ")[1].split(" ")[0]
+        while not opened.exists() and time.time() < deadline:
+            time.sleep(0.05)
+        assert opened.read_text().strip() == url                  # the tab was asked for that page
+        time.sleep(1.0)
+        assert proc.poll() is None                                # still serving after the script's last line
+        layout = requests.get(url.split("?")[0] + "_dash-layout", headers={"Referer": url}, timeout=30).text
+        assert "MLP" in layout
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, err
+        assert "stopped serving" in out and "after show" in out  # Ctrl-C stops serving; the script goes on
+    finally:
+        if proc.poll() is None:
+            proc.kill()

@@ -166,26 +166,52 @@ def output_bundle(trace: Trace, url: str, view: ViewOptions, draw: DrawOptions, 
 
 def show(trace: Trace, mode: str = "inline", *, width: str | int = "100%", height: int = 720,
          host: str = "127.0.0.1", port: int | None = None, **options: Any) -> None:
-    """Draw ``trace`` interactively: ``inline`` (an iframe in the output), ``external`` (print the URL) or
-    ``tab`` (open a browser tab). ``options``: those of ``ModelGraph`` (depth, theme, rankdir, fold_repeats,
+    """Draw ``trace`` interactively: ``inline`` (an iframe in the output; in a terminal a browser tab, and a
+    script's ``show()`` serves until Ctrl-C), ``external`` (print the URL) or ``tab`` (open a browser tab). ``options``: those of ``ModelGraph`` (depth, theme, rankdir, fold_repeats,
     show_params, labels, details, color_by). On a failed trace the partial graph is shown, then the model's exception
     is re-raised."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
     view, draw = split_options(options, where="show()")
     url = url_for(trace, view, draw, host=host, port=port)
+    where = front_end()
     if "google.colab" in sys.modules:
         _show_colab(url, mode, width, height)
-    elif mode == "inline":
+    elif mode == "inline" and where == "kernel":
         from IPython.display import display
 
         display(output_bundle(trace, url, view, draw, width, height), raw=True)
-    else:
+    elif mode == "inline" and where == "script":
+        serve_until_interrupted(url)
+    else:           # a terminal (Python's or IPython's REPL) has no cell to draw in: a tab of its own
         print(f"torchvista_dash: {url}")
-        if mode == "tab":
+        if mode != "external":
             webbrowser.open(url)
     if trace.failed:
         trace.raise_if_failed()
+
+
+def front_end() -> str:
+    """Where ``show()`` runs: a notebook ``kernel``, an interactive ``repl`` (python, IPython in a terminal),
+    or a ``script`` (whose end would stop the graph's server thread)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is not None and getattr(shell, "kernel", None) is not None:
+        return "kernel"
+    if shell is not None or hasattr(sys, "ps1") or sys.flags.interactive:
+        return "repl"
+    return "script"
+
+
+def serve_until_interrupted(url: str) -> None:
+    """A script's ``show()``: open a browser tab and keep serving until Ctrl-C, as matplotlib's ``plt.show()``
+    blocks until its window closes; then the script goes on."""
+    print(f"torchvista_dash: serving {url} (Ctrl-C to stop and go on)", flush=True)
+    webbrowser.open(url)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        print("torchvista_dash: stopped serving", flush=True)
 
 
 def _show_colab(url: str, mode: str, width: str | int, height: int) -> None:  # pragma: no cover - needs Colab
