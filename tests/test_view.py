@@ -325,3 +325,27 @@ def test_expand_everything_unfolds_runs_and_depth_of_names_each_view() -> None:
     one = view.make_spec(g, depth=1)
     box = next(n.id for n in view.build_view(g, one).nodes if n.kind in ("module", "folded"))
     assert view.depth_of(g, view.toggle(g, one, box)) == view.CUSTOM
+
+
+def test_depth_opens_built_in_containers_but_not_built_in_layers():
+    # a torchvision-style ResNet's layer1..layer4 are nn.Sequential: depth 2 must open them
+    import torch
+    from torch import nn
+
+    from torchvista_dash import trace_model
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer1 = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+            self.fc = nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.fc(self.layer1(x))
+
+    t = trace_model(Net(), torch.rand(1, 4))
+    assert "mod:layer1" not in t.view(depth=1).spec.expanded
+    two = t.view(depth=2)
+    assert "mod:layer1" in two.spec.expanded and "mod:fc" not in two.spec.expanded
+    assert {n.id for n in two.nodes} >= {"mod:layer1.0", "mod:layer1.1", "mod:fc"}
+    assert "mod:layer1.0" not in t.view(depth=3).spec.expanded          # its Linear stays a box

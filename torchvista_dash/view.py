@@ -25,13 +25,18 @@ __all__ = ["DEFAULT_NODE_BUDGET", "FOLD_PREFIX", "auto_expanded", "build_view", 
 
 
 # ---- specs -----------------------------------------------------------------------------------
+# built-in containers hold the model's own modules: depth opens them like the model's own (a torchvision-style
+# ResNet's layer1..layer4 are nn.Sequential: at depth 2 they had stayed closed, the view the same as depth 1)
+CONTAINERS = frozenset({"Sequential"})
+
+
 def auto_expanded(call: ModuleCall, depth: int | None) -> bool:
     """Whether ``depth`` alone opens ``call``: depth None opens everything; otherwise calls shallower than
-    ``depth`` that are not built-in. The root call opens at depth ≥ 1 even when it is a built-in
-    (an ``nn.Sequential`` model must still show its layers)."""
+    ``depth`` that are not built-in layers (``nn.Linear`` stays a box; an ``nn.Sequential`` opens, and the
+    root call always does)."""
     if depth is None:
         return True
-    return call.depth < depth and (not call.builtin or call.parent is None)
+    return call.depth < depth and (not call.builtin or call.parent is None or call.cls in CONTAINERS)
 
 
 def _resolve_calls(graph: Graph, names: Iterable[str], what: str) -> list[str]:
