@@ -19,53 +19,41 @@ import html
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from ..layout.dot import CHAR_WIDTH
 from ..layout.types import Box, Layout, Point
 from ..view_types import VisibleGraph
 from . import shapes, tiles
+from .labels import (
+    EDGE_PT,
+    FONT_FAMILY,
+    HEADER_BASE,
+    HEADER_INSET,
+    HEADER_PT,
+    LABEL_PT,
+    LOD_SCALE,
+    MAX_TEXT_PX,
+    OVERVIEW_PX,
+    SUB_PT,
+    TEXT_BANDS,
+    TEXT_PAD,
+    Boxes,
+    edge_labels,
+    fit_text,
+    header_rect,
+    header_text,
+    overview_css,
+    overview_element,
+    place_overview,
+)
 from .paint import BoxPaint, Paint
-from .style import CLOSE_MARK, SHAPES, Theme, kind_style, node_text
+from .style import SHAPES, Theme, kind_style, node_text
 
-FONT_FAMILY = "Helvetica, Arial, 'Liberation Sans', 'DejaVu Sans', sans-serif"
-LABEL_PT = 11.0        # the layout sizes boxes for labels at this size (layout/dot.py FONT_SIZE)
-SUB_PT = 9.0
-HEADER_PT = 10.0       # the layout reserves cluster headers for this size
-EDGE_PT = 8.0
-CHAR_EM = CHAR_WIDTH   # the layout's glyph width estimate (em): text is shortened to the room it sized for
-TEXT_PAD = 4.0         # points kept free on each side of a label inside its box
-HEADER_INSET = 6.0     # header text: points right of the cluster's left edge
-HEADER_BASE = 13.0     # header baseline: points below the cluster's top edge
+# names the rest of the package (and its tests) import from here
+__all__ = ["HEADER_BASE", "HEADER_INSET", "LABEL_PT", "LOD_SCALE", "OVERVIEW_PX", "SUB_PT", "Piece", "canvas_extent",
+           "data_uri", "extent", "fit_text", "header_text", "picture_pieces", "picture_svg"]
+
 CLUSTER_RADIUS = 8.0
 
-# Level of detail: the smallest scale (px per point) at which each class of text is drawn, chosen by its size on
-# screen: shape lines (9 pt) from about 7 px, op names (11 pt) from 8 px, module names and headers (10 pt) from
-# 7 px; smaller text is not readable, so it is not drawn. Below that, overview labels take over (``_overview``).
-LOD_SCALE: dict[str, float] = {"s": 0.8, "o": 0.72, "m": 0.7}   # shape lines + edge labels, op names, modules
-OVERVIEW_PX = 11.0     # an overview label's size on screen at the low end of its band (up to √2 times that)
-OVERVIEW_STEP = 2 ** 0.5
-OVERVIEW_MIN_PX = 300.0   # overview bands go down to the zoom where the whole picture is this many pixels
-OVERVIEW_BANDS = 18
-BOLD_EM = 0.62         # bold glyph width estimate (em) for overview labels
-MAX_TEXT_PX = 24.0     # a main label stops growing at about this many pixels
-_TEXT_BANDS = (2.0, 2.8, 4.0, 5.6, 8.0, 11.0, 16.0, 22.0, 32.0)
-
-
 _n = "{:.1f}".format    # SVG numbers: one decimal (a tenth of a point), formatted fast (tens of thousands)
-
-
-def fit_text(text: str, width_pt: float, size_pt: float) -> str:
-    """``text`` shortened with "…" so that it fits ``width_pt`` at ``size_pt`` (the layout's glyph estimate)."""
-    room = int(max(width_pt, 0.0) / (size_pt * CHAR_EM))
-    if len(text) <= room:
-        return text
-    if room <= 1:
-        return ""
-    return text[: room - 1].rstrip() + "…"
-
-
-def header_text(label: str, box: Box) -> str:
-    """A cluster header as drawn: the ⊖ toggle mark and the label, shortened to the cluster's width."""
-    return fit_text(f"{CLOSE_MARK} {label}", box[2] - box[0] - 2 * HEADER_INSET, HEADER_PT)
 
 
 def extent(layout: Layout, pad: float) -> Box:
@@ -137,7 +125,7 @@ def _css(th: Theme, width: float, kinds: set[tuple[str, bool]]) -> str:
     for key, scale in LOD_SCALE.items():
         rules.append(f"@media (max-width:{_n(width * scale)}px){{{hide[key]}{{display:none}}}}")
     top = MAX_TEXT_PX / LABEL_PT
-    for lo in _TEXT_BANDS:
+    for lo in TEXT_BANDS:
         if lo < top:
             continue
         f = top / lo     # text at most MAX_TEXT_PX at the band's low end, a little more up to the next band
@@ -145,98 +133,6 @@ def _css(th: Theme, width: float, kinds: set[tuple[str, bool]]) -> str:
                      f".s{{font-size:{_n(SUB_PT * f)}px}}.h{{font-size:{_n(HEADER_PT * f)}px}}"
                      f".el{{font-size:{_n(EDGE_PT * f)}px}}}}")
     return "".join(rules)
-
-
-def _overview_bands(width: float, height: float) -> list[float]:
-    """The low ends (px per point) of the overview bands, from the module-name threshold down to the zoom at
-    which the whole picture is ``OVERVIEW_MIN_PX`` across."""
-    low = OVERVIEW_MIN_PX / max(width, height, 1.0)
-    out: list[float] = []
-    s = LOD_SCALE["m"]
-    while s > low and len(out) < OVERVIEW_BANDS:
-        s /= OVERVIEW_STEP
-        out.append(s)
-    return out
-
-
-def _names(label: str, parent_label: str | None) -> list[str]:
-    """An overview label's candidates, longest first: the whole label, its qualname, the qualname below its
-    parent's (``self_attn`` inside ``layers.0``)."""
-    qual, _, cls = label.partition(": ")
-    if qual.startswith("("):          # the root, "(root): GridNet": its class name
-        return [cls] if cls else [label]
-    out = [label, qual]
-    if parent_label is not None:
-        pq = parent_label.split(": ")[0] + "."
-        if qual.startswith(pq) and len(qual) > len(pq):
-            out.append(qual[len(pq):])
-    return list(dict.fromkeys(out))
-
-
-def _overview(vg: VisibleGraph, layout: Layout, cv: _Canvas, depth: dict[str, int], ext: Box
-              ) -> tuple[list[tiles.Item], Callable[[float], str]]:
-    """Map-style labels for the zoomed-out picture, where box text would be a few pixels: per band of zoom, the
-    names of the modules (open clusters, then closed module boxes) that have room on screen at a readable size,
-    shallow ones first, none over another. (text elements with their boxes, their CSS rules for an image
-    ``vw`` points wide: a tile of the picture reads the zoom from its own width)."""
-    bands = _overview_bands(cv.width, cv.height)
-    if not bands:
-        return [], lambda vw: ""
-    labels = {c.id: c.label for c in vg.clusters}
-    cands: list[tuple[int, float, float, Box, Box, list[str]]] = []
-    for cl in vg.clusters:
-        par = layout.clusters.get(cl.parent) if cl.parent else None
-        box = layout.clusters[cl.id]
-        cands.append((depth[cl.id], -box[3], box[0], box, par or ext, _names(cl.label, labels.get(cl.parent or ""))))
-    for vn in vg.nodes:
-        if vn.kind in ("module", "folded"):
-            box = layout.nodes[vn.id]
-            par = layout.clusters.get(vn.parent) if vn.parent else None
-            d = depth.get(vn.parent, -1) + 1 if vn.parent else 0
-            cands.append((d, -box[3], box[0], box, par or ext, _names(vn.label, labels.get(vn.parent or ""))))
-    cands.sort(key=lambda c: (c[0], c[1], c[2]))
-    out: list[tiles.Item] = []
-    fixed = [".ov{display:none;font-weight:bold;text-anchor:start;dominant-baseline:hanging;paint-order:stroke;"
-             "stroke-linejoin:round}"]
-    ranges: list[tuple[int, float, float]] = []
-    hi = LOD_SCALE["m"]
-    for k, s in enumerate(bands):
-        f = OVERVIEW_PX / s
-        hgt, inset = f * 1.25, 3.0 / s
-        grid: dict[tuple[int, int], list[Box]] = {}
-        cell = hgt * 4
-        for _d, _t, _x, box, par, names in cands:
-            if box[3] - box[1] < hgt + inset:
-                continue
-            # the longest name that fits the parent; else the shortest, running past it over the empty canvas
-            room = par
-            text = next((t for t in names if len(t) * BOLD_EM * f + 2 * inset <= par[2] - par[0]), None)
-            if text is None:
-                text, room = names[-1], ext
-                if len(text) * BOLD_EM * f + 2 * inset > ext[2] - ext[0]:
-                    continue
-            tw = len(text) * BOLD_EM * f
-            x = max(room[0] + inset, min(box[0] + inset, room[2] - inset - tw))
-            rect = (x, box[3] - inset - hgt, x + tw, box[3] - inset)
-            keys = [(i, j) for i in range(int(rect[0] // cell), int(rect[2] // cell) + 1)
-                    for j in range(int(rect[1] // cell), int(rect[3] // cell) + 1)]
-            if any(r[0] < rect[2] and rect[0] < r[2] and r[1] < rect[3] and rect[1] < r[3]
-                   for key in keys for r in grid.get(key, ())):
-                continue
-            for key in keys:
-                grid.setdefault(key, []).append(rect)
-            # where it may draw: glyphs wider than the estimate, its halo
-            m = hgt * 0.3 + 3.0 / s
-            out.append(((rect[0] - m - tw * 0.2, rect[1] - m, rect[2] + m + tw * 0.2, rect[3] + m),
-                        f'<text x="{cv.x(x)}" y="{cv.y(rect[3])}" class="ov o{k}">{html.escape(text)}</text>'))
-        fixed.append(f".o{k}{{font-size:{_n(f)}px;stroke-width:{_n(3.0 / s)}px}}")
-        ranges.append((k, s, hi))
-        hi = s
-
-    def rules(vw: float) -> str:
-        return "".join(fixed) + "".join(f"@media (min-width:{_n(vw * lo)}px) and (max-width:{_n(vw * up - 0.01)}px)"
-                                        f"{{.o{k}{{display:inline}}}}" for k, lo, up in ranges)
-    return out, rules
 
 
 def _kind_class(kind: str, failed: bool) -> str:
@@ -303,6 +199,7 @@ def _items(vg: VisibleGraph, layout: Layout, th: Theme, ext: Box, *, labels: boo
     e = html.escape
     layers: list[list[tiles.Item]] = [[] for _ in LAYER_KINDS]
     depth: dict[str, int] = {}
+    heads: list[Box] = []
     for cl in vg.clusters:
         d, cur = 0, layout.parent.get(cl.id)
         while cur is not None and d < 64:
@@ -321,6 +218,7 @@ def _items(vg: VisibleGraph, layout: Layout, th: Theme, ext: Box, *, labels: boo
         if labels:
             text = header_text(cl.label, box)
             if text:
+                heads.append(header_rect(text, box))
                 layers[_HEADS].append(((x0, y1 - HEADER_BASE - 6, x1, y1),
                                        f'<text x="{cv.x(x0 + HEADER_INSET)}" y="{cv.y(y1 - HEADER_BASE)}" '
                                        f'class="h{" hf" if cl.failed else ""}">{e(text)}</text>'))
@@ -336,10 +234,10 @@ def _items(vg: VisibleGraph, layout: Layout, th: Theme, ext: Box, *, labels: boo
         if head:
             hb = _bbox(head)
             layers[_ARROWS].append(((hb[0] - 1, hb[1] - 1, hb[2] + 1, hb[3] + 1), cv.path(head, True)))
-        if labels and details and ed.label and ed.label_pos is not None:
-            lx, ly = ed.label_pos
-            half = len(ed.label) * EDGE_PT * CHAR_EM * 0.6 + 4
-            layers[_EDGE_LABELS].append(((lx - half, ly - EDGE_PT, lx + half, ly + EDGE_PT),
+    if labels and details:
+        for (bx0, by0, bx1, by1), ed in edge_labels(layout.edges, Boxes(150.0, layout.nodes.values()), heads):
+            lx, ly = ed.label_pos or (0.0, 0.0)
+            layers[_EDGE_LABELS].append(((bx0 - 3, by0 - 2, bx1 + 3, by1 + 2),     # glyphs wider than estimated
                                          f'<text x="{cv.x(lx)}" y="{cv.y(ly)}" class="el">{e(ed.label)}</text>'))
     kinds: set[tuple[str, bool]] = set()
     for vn in vg.nodes:
@@ -370,7 +268,9 @@ def _items(vg: VisibleGraph, layout: Layout, th: Theme, ext: Box, *, labels: boo
             layers[_LABELS].append((box, f'<text x="{cx}" y="{cv.y(cy)}" class="t {lod} {k}t"{tstyle}>{e(main)}</text>'))
     rules: Callable[[float], str] = lambda vw: ""   # noqa: E731
     if labels:
-        layers[_OVERVIEW], rules = _overview(vg, layout, cv, depth, ext)
+        placed, ranges = place_overview(vg, layout, depth, ext)
+        layers[_OVERVIEW] = [(reach, overview_element(cv.x(x), cv.y(y), k, text)) for reach, k, text, x, y in placed]
+        rules = overview_css(ranges)
     return _Items(cv, kinds, layers, rules)
 
 
