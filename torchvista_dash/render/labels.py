@@ -172,21 +172,42 @@ def _free_x(lo: float, hi: float, need: float, blocks: list[Box]) -> float | Non
     return x if x + need <= hi else None
 
 
-def place_overview(vg: VisibleGraph, layout: Layout, depth: dict[str, int], ext: Box
-                   ) -> tuple[list[tuple[Box, int, str, float, float]], list[tuple[int, float, float]]]:
-    """Where the overview labels go: ``(where it may draw, band, text, x, y)`` (points, y up; x its left end, y
-    its middle) per label, and per band ``(index, low, high)`` scales (px per point) it is drawn between.
+def cluster_depths(vg: VisibleGraph, layout: Layout) -> dict[str, int]:
+    """How deep each open cluster is nested (the root's 0)."""
+    depth: dict[str, int] = {}
+    for cl in vg.clusters:
+        d, cur = 0, layout.parent.get(cl.id)
+        while cur is not None and d < 64:
+            d, cur = d + 1, layout.parent.get(cur)
+        depth[cl.id] = d
+    return depth
+
+
+class Placed(NamedTuple):
+    """An overview label: its text's box and where it may draw (its halo; points, y up), its band of zoom."""
+
+    rect: Box
+    reach: Box
+    band: int
+    text: str
+
+
+def place_overview(vg: VisibleGraph, layout: Layout, ext: Box
+                   ) -> tuple[list[Placed], list[tuple[int, float, float]]]:
+    """Where the overview labels go, and per band ``(index, low, high)``: the scales (px per point) between
+    which its labels are drawn.
 
     Per band of zoom (each √2 wide, from the module-name threshold down), the modules that have room for a name
     at ``OVERVIEW_PX``–√2× that on screen, shallow ones first, the longest form that fits: a closed module box
-    holds its name inside itself; an open cluster's name goes on the highest of its rows free of boxes and of
-    the names already placed, else just above the cluster (within its parent, clear of other clusters), else
-    nowhere."""
+    holds its name inside itself; an open cluster's name goes on the highest of its rows free of boxes, of the
+    clusters inside it and of the names already placed, else just above the cluster or beside its top (within
+    its parent, clear of other clusters), else nowhere. A module smaller than its name is not named."""
     w, h = ext[2] - ext[0], ext[3] - ext[1]
     bands = overview_bands(w, h)
     if not bands:
         return [], []
     labels = {c.id: c.label for c in vg.clusters}
+    depth = cluster_depths(vg, layout)
     regions: list[_Region] = []
     for cl in vg.clusters:
         par = layout.clusters.get(cl.parent) if cl.parent else None
@@ -202,7 +223,7 @@ def place_overview(vg: VisibleGraph, layout: Layout, depth: dict[str, int], ext:
     regions.sort(key=lambda r: (r.depth, -r.box[3], r.box[0]))
     nodes = Boxes(150.0, layout.nodes.values())
     clusters = Boxes(400.0, layout.clusters.values())
-    out: list[tuple[Box, int, str, float, float]] = []
+    out: list[Placed] = []
     ranges: list[tuple[int, float, float]] = []
     hi = LOD_SCALE["m"]
     for k, s in enumerate(bands):
@@ -221,7 +242,7 @@ def place_overview(vg: VisibleGraph, layout: Layout, depth: dict[str, int], ext:
             taken.add((rect[0] - m, rect[1] - m, rect[2] + m, rect[3] + m))
             # where it may draw: its halo, glyphs a little wider than the estimate
             reach = (rect[0] - m - tw * 0.1, rect[1] - m, rect[2] + m + tw * 0.1, rect[3] + m)
-            out.append((reach, k, text, rect[0], (rect[1] + rect[3]) / 2))
+            out.append(Placed(rect, reach, k, text))
         ranges.append((k, s, hi))
         hi = s
     return out, ranges
@@ -243,7 +264,8 @@ def _spot(r: _Region, tw: float, hgt: float, m: float, nodes: Boxes, clusters: B
         if top - hgt < y0 + m:
             break
         band = (x0 + m, top - hgt - m, x1 - m, top + m)
-        blocks = [(b[0] - m, b[1], b[2] + m, b[3]) for b in nodes.meeting(band) + taken.meeting(band)]
+        inner = [c for c in clusters.meeting(band) if not _holds(c, r.box)]     # the clusters inside it
+        blocks = [(b[0] - m, b[1], b[2] + m, b[3]) for b in nodes.meeting(band) + taken.meeting(band) + inner]
         x = _free_x(x0 + m, x1 - m, tw, blocks)
         if x is not None:
             return (x, top - hgt, x + tw, top)

@@ -36,6 +36,7 @@ from .labels import (
     TEXT_BANDS,
     TEXT_PAD,
     Boxes,
+    cluster_depths,
     edge_labels,
     fit_text,
     header_rect,
@@ -198,13 +199,8 @@ def _items(vg: VisibleGraph, layout: Layout, th: Theme, ext: Box, *, labels: boo
     paint = paint or Paint()
     e = html.escape
     layers: list[list[tiles.Item]] = [[] for _ in LAYER_KINDS]
-    depth: dict[str, int] = {}
+    depth = cluster_depths(vg, layout)
     heads: list[Box] = []
-    for cl in vg.clusters:
-        d, cur = 0, layout.parent.get(cl.id)
-        while cur is not None and d < 64:
-            d, cur = d + 1, layout.parent.get(cur)
-        depth[cl.id] = d
     for cl in sorted(vg.clusters, key=lambda c: depth[c.id]):
         box = layout.clusters[cl.id]
         x0, y0, x1, y1 = box
@@ -268,8 +264,9 @@ def _items(vg: VisibleGraph, layout: Layout, th: Theme, ext: Box, *, labels: boo
             layers[_LABELS].append((box, f'<text x="{cx}" y="{cv.y(cy)}" class="t {lod} {k}t"{tstyle}>{e(main)}</text>'))
     rules: Callable[[float], str] = lambda vw: ""   # noqa: E731
     if labels:
-        placed, ranges = place_overview(vg, layout, depth, ext)
-        layers[_OVERVIEW] = [(reach, overview_element(cv.x(x), cv.y(y), k, text)) for reach, k, text, x, y in placed]
+        placed, ranges = place_overview(vg, layout, ext)
+        layers[_OVERVIEW] = [(p.reach, overview_element(cv.x(p.rect[0]), cv.y((p.rect[1] + p.rect[3]) / 2), p.band, p.text))
+                             for p in placed]
         rules = overview_css(ranges)
     return _Items(cv, kinds, layers, rules)
 
