@@ -10,8 +10,9 @@ All in one run, same machine, same browser (Debian chromium driven by Playwright
      annotation per node) as the peer ratio.
   2. Browser side, each as a standalone HTML (plotly.js embedded): time from navigation to the first drawn
      figure, and the median time of a zoom step and of a pan step (``Plotly.relayout`` of both axis ranges,
-     until the frame after it has painted), for our figure (the picture: one SVG layout image under invisible
-     box targets), for the way the issue's option (a) would do it (plotly text labels, re-sized after each
+     until the frame after it has painted), for our figure (the picture: SVG layout images, one under 1,000
+     boxes and tiles above, render/tiles.py, under invisible box targets; a standalone figure carries them as
+     data URIs, the app serves each by URL), for the way the issue's option (a) would do it (plotly text labels, re-sized after each
      zoom: the relayout plus the ``textfont.size`` restyle that the server's Patch would cause; add Dash's
      round trip from bench/results/dash_floor.md), and for the naive shapes+annotations figure.
   3. Real models (GPT-2 small, a 6-layer Llama from a transformers config; random weights): our HTML export
@@ -23,6 +24,7 @@ Writes bench/results/render.md and prints it.
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import shutil
 import statistics
@@ -225,6 +227,7 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     from playwright.sync_api import sync_playwright
 
+    load_before = " / ".join(f"{v:.1f}" for v in os.getloadavg())
     py_rows = []
     br_rows = []
     with tempfile.TemporaryDirectory() as td, sync_playwright() as pw:
@@ -241,7 +244,7 @@ def main() -> None:
             naive_json = len(naive.to_json())
             py_rows.append([str(n), str(len(fig.data)), f"{ours_ms:.0f}", f"{naive_ms:.0f}",
                             f"{naive_ms / ours_ms:.1f}×", f"{ours_json / n:.0f}", f"{naive_json / n:.0f}"])
-            variants = [("picture: SVG layout image + box targets (ours)", fig, False),
+            variants = [(f"picture: {len(fig.layout.images)} SVG image(s) + box targets (ours)", fig, False),
                         ("(a) plotly text labels, re-sized per step (browser part)", text_figure(n), True)]
             if n <= 2000:
                 variants.append(("naive: shape + annotation per node", naive, False))
@@ -252,6 +255,7 @@ def main() -> None:
             print(f"done {n}", file=sys.stderr)
         gpt_rows = gpt2_rows(browser, tmp, max(1, args.repeat // 2))
         browser.close()
+    load_after = " / ".join(f"{v:.1f}" for v in os.getloadavg())
 
     def table(header: list[str], rows: list[list[str]]) -> str:
         return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -262,7 +266,8 @@ def main() -> None:
 Command: `{COMMAND} --repeat {args.repeat} --sizes {args.sizes}`
 
 Machine: {platform.platform()}, Python {platform.python_version()}, plotly {plotly.__version__},
-headless Debian Chromium (Playwright), viewport 1400×900. Medians. Compare rows within one table (one
+headless Debian Chromium (Playwright), viewport 1400×900; load average {load_before} at the start, {load_after} at
+the end (the 2 cores are shared). Medians. Compare rows within one table (one
 run, same conditions); absolute times move by ±30 % when other work shares the 2 cores.
 
 ## Figure build (Python) and JSON size — hand-built grid views
@@ -272,6 +277,10 @@ run, same conditions); absolute times move by ±30 % when other work shares the 
 """ + "\n".join("| " + " | ".join(r) + " |" for r in py_rows) + f"""
 
 ## In the browser — standalone HTML (plotly.js embedded)
+
+These are standalone HTML files (what `Trace.to_html` writes): the full 4.8 MB plotly.js embedded and the
+picture's images as data URIs in the figure. The app's pages differ (plotly's 1.2 MB scatter-only bundle, each
+image fetched by URL, no server work on zoom): their times are in bench/results/app.md and zoom_parts.md.
 
 First draw = navigation start → figure drawn (includes parsing the 4.8 MB plotly.js). Zoom / pan step = one
 `Plotly.relayout` of both axis ranges (zoom: ×2 in and out; pan: 20 % right and back) until the frame after it

@@ -156,7 +156,7 @@ def _names(label: str, parent_label: str | None) -> list[str]:
 class _Region(NamedTuple):
     depth: int
     box: Box          # the module's cluster, or its closed box
-    outer: Box        # where a label set above it may lie: its parent cluster (or the canvas)
+    outers: tuple[Box, ...]   # the clusters it is in, innermost first, and the canvas
     names: list[str]
     ems: list[float]  # their widths in em (bold)
     closed: bool      # a closed module box (its label goes inside it, over nothing else)
@@ -208,18 +208,24 @@ def place_overview(vg: VisibleGraph, layout: Layout, ext: Box
         return [], []
     labels = {c.id: c.label for c in vg.clusters}
     depth = cluster_depths(vg, layout)
+    def outers(parent: str | None) -> tuple[Box, ...]:
+        out: list[Box] = []
+        while parent is not None and parent in layout.clusters and len(out) < 64:
+            out.append(layout.clusters[parent])
+            parent = layout.parent.get(parent)
+        return (*out, ext)
+
     regions: list[_Region] = []
     for cl in vg.clusters:
-        par = layout.clusters.get(cl.parent) if cl.parent else None
         names = _names(cl.label, labels.get(cl.parent or ""))
-        regions.append(_Region(depth[cl.id], layout.clusters[cl.id], par or ext, names, [bold_em(t) for t in names],
-                               False))
+        regions.append(_Region(depth[cl.id], layout.clusters[cl.id], outers(cl.parent), names,
+                               [bold_em(t) for t in names], False))
     for vn in vg.nodes:
         if vn.kind in ("module", "folded"):
-            par = layout.clusters.get(vn.parent) if vn.parent else None
             d = depth.get(vn.parent, -1) + 1 if vn.parent else 0
             names = _names(vn.label, labels.get(vn.parent or ""))
-            regions.append(_Region(d, layout.nodes[vn.id], par or ext, names, [bold_em(t) for t in names], True))
+            regions.append(_Region(d, layout.nodes[vn.id], outers(vn.parent), names, [bold_em(t) for t in names],
+                                   True))
     regions.sort(key=lambda r: (r.depth, -r.box[3], r.box[0]))
     nodes = Boxes(150.0, layout.nodes.values())
     clusters = Boxes(400.0, layout.clusters.values())
@@ -233,9 +239,9 @@ def place_overview(vg: VisibleGraph, layout: Layout, ext: Box
         for r in regions:
             if r.box[3] - r.box[1] < hgt:      # a name never stands for a region smaller than itself
                 continue
-            # the longest form of its name that has a place
-            found = next(((t, em * f, spot) for t, em in zip(r.names, r.ems, strict=True)
-                          if (spot := _spot(r, em * f, hgt, m, nodes, clusters, taken)) is not None), None)
+            # the first place that holds a form of its name, the longest form there
+            found = next(((t, em * f, spot) for where in _PLACES for t, em in zip(r.names, r.ems, strict=True)
+                          if (spot := where(r, em * f, hgt, m, nodes, clusters, taken)) is not None), None)
             if found is None:
                 continue
             text, tw, rect = found
@@ -248,19 +254,21 @@ def place_overview(vg: VisibleGraph, layout: Layout, ext: Box
     return out, ranges
 
 
-def _spot(r: _Region, tw: float, hgt: float, m: float, nodes: Boxes, clusters: Boxes, taken: Boxes
-          ) -> Box | None:
-    """Where a name ``tw`` × ``hgt`` points goes for region ``r``, or None (``place_overview``)."""
+def _inside(r: _Region, tw: float, hgt: float, m: float, nodes: Boxes, clusters: Boxes, taken: Boxes
+            ) -> Box | None:
+    """A name ``tw`` × ``hgt`` points inside region ``r``: a closed box's in its middle, an open cluster's on
+    the highest of its rows where no box, cluster inside it or name is (``place_overview``)."""
     x0, y0, x1, y1 = r.box
-    inside = tw + 2 * m <= x1 - x0
+    if tw + 2 * m > x1 - x0:
+        return None
     if r.closed:        # inside its own box, which nothing else covers: only other names can be in the way
-        if y1 - y0 < hgt or not inside:
+        if y1 - y0 < hgt:
             return None
         cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
         rect = (cx - tw / 2, cy - hgt / 2, cx + tw / 2, cy + hgt / 2)
         return None if taken.meets(rect) else rect
     top = y1 - m
-    for _ in range(OVERVIEW_ROWS if inside else 0):
+    for _ in range(OVERVIEW_ROWS):
         if top - hgt < y0 + m:
             break
         band = (x0 + m, top - hgt - m, x1 - m, top + m)
@@ -270,23 +278,45 @@ def _spot(r: _Region, tw: float, hgt: float, m: float, nodes: Boxes, clusters: B
         if x is not None:
             return (x, top - hgt, x + tw, top)
         top -= hgt / 2
-    # just above the cluster, else beside its top right corner: within its parent, over no box, name or
-    # other cluster (an ancestor holds it)
-    for rect in ((x0 + m, y1 + m, x0 + m + tw, y1 + m + hgt), (x1 + m, y1 - m - hgt, x1 + m + tw, y1 - m)):
-        if _clear(rect, r, m, nodes, clusters, taken):
+    return None
+
+
+def _above(r: _Region, tw: float, hgt: float, m: float, nodes: Boxes, clusters: Boxes, taken: Boxes
+           ) -> Box | None:
+    """Just above an open cluster, within its parent."""
+    if r.closed:
+        return None
+    x0, _, _, y1 = r.box
+    rect = (x0 + m, y1 + m, x0 + m + tw, y1 + m + hgt)
+    return rect if _clear(rect, r.outers[0], r.box, m, nodes, clusters, taken) else None
+
+
+def _beside(r: _Region, tw: float, hgt: float, m: float, nodes: Boxes, clusters: Boxes, taken: Boxes
+            ) -> Box | None:
+    """Level with an open cluster's top, right of it within its parent, else right of its parent (a stack of
+    layers as wide as their parent: their names in the margin beside it)."""
+    if r.closed:
+        return None
+    y1 = r.box[3]
+    for edge, within in list(zip((r.box, *r.outers[:-1]), r.outers, strict=True))[:2]:
+        rect = (edge[2] + m, y1 - m - hgt, edge[2] + m + tw, y1 - m)
+        if _clear(rect, within, r.box, m, nodes, clusters, taken):
             return rect
     return None
 
 
-def _clear(rect: Box, r: _Region, m: float, nodes: Boxes, clusters: Boxes, taken: Boxes) -> bool:
-    """A name set at ``rect`` outside region ``r``: inside its parent, clear of boxes, names and other clusters."""
-    ox0, oy0, ox1, oy1 = r.outer
-    if rect[0] < ox0 + m or rect[2] > ox1 - m or rect[1] < oy0 + m or rect[3] > oy1 - m:
+_PLACES = (_inside, _above, _beside)
+
+
+def _clear(rect: Box, within: Box, own: Box, m: float, nodes: Boxes, clusters: Boxes, taken: Boxes) -> bool:
+    """A name set at ``rect`` for the region ``own``, outside it: inside ``within``, clear of boxes, names and
+    clusters other than those that hold ``own``."""
+    if rect[0] < within[0] + m or rect[2] > within[2] - m or rect[1] < within[1] + m or rect[3] > within[3] - m:
         return False
     clear = (rect[0] - m, rect[1] - m, rect[2] + m, rect[3] + m)
     if nodes.meets(clear) or taken.meets(clear):
         return False
-    return all(c == r.outer or _holds(c, r.box) for c in clusters.meeting(clear))
+    return all(_holds(c, own) for c in clusters.meeting(clear))
 
 
 def overview_css(ranges: list[tuple[int, float, float]]) -> Callable[[float], str]:
