@@ -21,8 +21,10 @@ import numpy as np
 
 from ..view_types import VisibleGraph
 from .dot import EDGE_FONT_SIZE, text_width
-from .piecedot import PieceLayout, layout_pieces, port_cells
+from .piecedot import layout_pieces
+from .pieceread import PieceLayout
 from .pieces import HEADER, MARGIN, Fields, Plan, Size, cluster_size, node_sizes, plan
+from .porttable import port_cells
 from .run import GraphvizError, timeout_seconds
 from .trivial import lay_out_single
 from .types import Box, EdgePath, Layout, Point

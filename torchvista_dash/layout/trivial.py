@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .piecedot import KEEP, PORT_SIZE, PieceLayout, cell_centre, from_frame
+from .piecedot import PORT_SIZE
+from .pieceread import KEEP, PieceLayout, from_frame
+from .porttable import cell_centre
 from .types import Point
 
 PORT = PORT_SIZE * 72      # points
