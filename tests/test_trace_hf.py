@@ -162,3 +162,15 @@ def test_source_shortcut_matches_full_walk(name: str, monkeypatch: pytest.Monkey
     slow = trace_model(model, args, kwargs=kwargs).graph
     assert [n.source for n in fast.nodes] == [n.source for n in slow.nodes]
     assert all(n.source for n in fast.nodes if n.kind == "op")
+
+
+def test_a_tokenizers_batch_is_traced_as_the_forwards_keyword_arguments() -> None:
+    # users pass what a tokenizer returns (a BatchEncoding: a mapping), as they call model(**batch)
+    from transformers import BatchEncoding
+
+    model, args, kwargs = REAL_MODELS["t5"]()
+    batch = BatchEncoding({"input_ids": args[0], **kwargs})
+    t = trace_model(model, batch)
+    assert not t.failed
+    assert [n.name for n in t.graph.nodes if n.kind == "input"] == ["input_ids", "decoder_input_ids"]
+    assert t.to_json() == trace_model(model, args, kwargs=kwargs).to_json()

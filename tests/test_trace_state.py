@@ -139,6 +139,14 @@ def test_input_forms_tensor_tuple_list_dict() -> None:
     assert [n.name for n in trace_model(Two(), [x, x + 1]).graph.nodes if n.kind == "input"] == ["a", "b"]
     assert [n.name for n in trace_model(Two(), (x,), kwargs={"b": x * 2}).graph.nodes if n.kind == "input"] == ["a", "b"]
     assert [n.name for n in trace_model(Dicty(), {"p": x}).graph.nodes if n.kind == "input"] == ["d['p']"]
+    # a dict whose keys are the forward's parameters is its keyword arguments (a tokenizer's output, as for
+    # model(**batch)); wrapped in a tuple it is one positional argument again
+    assert [n.name for n in trace_model(Two(), {"a": x, "b": x * 3}).graph.nodes if n.kind == "input"] == ["a", "b"]
+    assert not trace_model(Two(), {"b": x, "a": x + 1}).failed
+    assert [n.name for n in trace_model(Dicty(), ({"d": x, "p": x + 1},)).graph.nodes if n.kind == "input"] == [
+        "d['d']", "d['p']"]
+    one = trace_model(Two(), {"a": x, "c": x + 1})            # 'c' names no parameter: the dict is ``a``
+    assert [n.name for n in one.graph.nodes if n.kind == "input"] == ["a['a']", "a['c']"]
 
 
 def test_meta_device_model_traces_without_memory() -> None:

@@ -165,8 +165,9 @@ def trace_model(model: Any, inputs: Any = (), kwargs: dict[str, Any] | None = No
                 name: str | None = None, flops: bool = True, timing: bool = False) -> Trace:
     """Trace ``model(*inputs, **kwargs)`` once, under ``torch.no_grad()``, and restore the model afterwards.
 
-    ``inputs`` is a tensor, a tuple/list of positional arguments (tensors or nested structures), or a single
-    dict/dataclass argument. If the forward pass raises, the partial graph is returned with the failing op
+    ``inputs`` is a tensor, a tuple/list of positional arguments (tensors or nested structures), a dict of
+    keyword arguments (every key names a parameter of the forward: a tokenizer's output, as for
+    ``model(**batch)``), or a single dict/dataclass argument (``(batch,)`` always passes it as one). If the forward pass raises, the partial graph is returned with the failing op
     and its enclosing module calls marked, ``Trace.error`` holds the exception, and a warning is issued.
     ``flops`` records each op's FLOPs (PyTorch's FlopCounterMode formulas) in the same pass; ``timing=True``
     also times each op in separate runs (median of 5) for ``stats()`` and ``figure(color_by="time")``.

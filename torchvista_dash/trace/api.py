@@ -32,13 +32,13 @@ def trace_graph(model: torch.nn.Module, inputs: Any = (), kwargs: dict[str, Any]
                 timing: bool = False, timing_repeat: int = 5) -> tuple[Graph, BaseException | None]:
     """Trace ``model(*inputs, **kwargs)`` once, under ``torch.no_grad()``, restoring the model afterwards.
 
-    ``inputs`` is a tensor, a tuple/list of positional arguments (tensors or nested structures), or a single
-    dict/dataclass argument. If the forward pass raises, the partial graph is returned with the failing op
-    and its enclosing module calls marked, beside the exception. ``versions`` are recorded after torch's.
+    ``inputs`` is a tensor, a tuple/list of positional arguments (tensors or nested structures), a dict of
+    keyword arguments (every key a parameter of ``forward``), or a single dict/dataclass argument. If the
+    forward pass raises, the partial graph is returned with the failing op and its enclosing module calls marked, beside the exception. ``versions`` are recorded after torch's.
     ``flops`` counts each op's FLOPs in the same pass; ``timing`` times each op in separate runs (cost.py).
     """
     model = _unwrap(model)
-    args, kw = check_inputs(inputs, kwargs)
+    args, kw = check_inputs(inputs, kwargs, model.forward)
     gc_was_enabled = gc.isenabled()
     gc.disable()     # the recorder allocates many small objects; a full GC pass mid-trace costs more than it saves
     try:

@@ -79,6 +79,18 @@ _SIGNATURES: dict[Any, list[inspect.Parameter]] = {}
 def bind_arg_names(forward: Callable[..., Any], n_args: int) -> list[str]:
     """Names for ``n_args`` positional arguments: the forward's parameter names, ``args[i]`` past them."""
     names: list[str] = []
+    for p in _params(forward):
+        if len(names) == n_args:
+            break
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+        else:
+            break
+    names.extend(f"args[{i}]" for i in range(len(names), n_args))
+    return names
+
+
+def _params(forward: Callable[..., Any]) -> list[inspect.Parameter]:
     func = getattr(forward, "__func__", None)     # signatures of plain functions are cached (they are slow)
     params = _SIGNATURES.get(func) if func is not None else None
     if params is None:
@@ -88,15 +100,16 @@ def bind_arg_names(forward: Callable[..., Any], n_args: int) -> list[str]:
             params = _schema_params(forward)
         if func is not None:
             _SIGNATURES[func] = params
-    for p in params:
-        if len(names) == n_args:
-            break
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            names.append(p.name)
-        else:
-            break
-    names.extend(f"args[{i}]" for i in range(len(names), n_args))
-    return names
+    return params
+
+
+def names_keywords(forward: Callable[..., Any], inputs: Any) -> bool:
+    """Whether ``inputs``, a dict, is the forward's keyword arguments: every key names one of its parameters
+    (a tokenizer's output for ``model(**batch)``), and so it is no single dict argument (``forward(batch)``)."""
+    if not isinstance(inputs, Mapping) or not inputs or not all(isinstance(k, str) for k in inputs):
+        return False
+    named = {p.name for p in _params(forward) if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return all(k in named for k in inputs)
 
 
 def _schema_params(forward: Any) -> list[inspect.Parameter]:
@@ -108,8 +121,12 @@ def _schema_params(forward: Any) -> list[inspect.Parameter]:
         return []
 
 
-def check_inputs(inputs: Any, kwargs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """Normalise ``inputs``/``kwargs`` to ``(args, kwargs)``; a TypeError before anything runs if they are bad."""
+def check_inputs(inputs: Any, kwargs: Any, forward: Callable[..., Any] | None = None
+                 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Normalise ``inputs``/``kwargs`` to ``(args, kwargs)``; a TypeError before anything runs if they are bad.
+    A dict whose keys all name ``forward``'s parameters is its keyword arguments (``names_keywords``)."""
+    if forward is not None and not kwargs and names_keywords(forward, inputs):
+        inputs, kwargs = (), dict(inputs)
     if isinstance(inputs, torch.Tensor):
         args: tuple[Any, ...] = (inputs,)
     elif isinstance(inputs, (tuple, list)) and not hasattr(inputs, "_fields"):
@@ -119,8 +136,8 @@ def check_inputs(inputs: Any, kwargs: Any) -> tuple[tuple[Any, ...], dict[str, A
         args = (inputs,)
     else:
         raise TypeError(
-            f"trace_model: inputs must be a tensor, a tuple/list of positional arguments, or a dict/dataclass "
-            f"passed as the single argument; got {type(inputs).__name__}. Example: trace_model(model, x) or "
+            f"trace_model: inputs must be a tensor, a tuple/list of positional arguments, a dict of keyword "
+            f"arguments, or a dict/dataclass passed as the single argument; got {type(inputs).__name__}. Example: trace_model(model, x) or "
             f"trace_model(model, (ids,), kwargs={{'attention_mask': mask}})"
         )
     if kwargs is None:
