@@ -206,7 +206,9 @@ def test_callbacks_reach_every_app_in_one_process() -> None:
     for app in (first, second, third, fourth):
         client = app.server.test_client()
         outputs = [d["output"] for d in client.get("/_dash-dependencies").get_json()]
-        assert sum('"subcomponent":"graph"}.figure' in o for o in outputs) == 1, outputs   # exactly one set
+        figures = [o for o in outputs if '"subcomponent":"graph"}.figure' in o]
+        assert sum('"subcomponent":"graph"}.figure@' not in o for o in figures) == 1, outputs   # exactly one set
+        assert len(figures) == 2, outputs       # and its hit-bar renewal (app/hitlayer.py)
         assert sum('"subcomponent":"selected"}.data' in o for o in outputs) == 2   # a click's and a search's
 
 
@@ -230,6 +232,6 @@ def test_toolbar_values_override_a_store_that_predates_them() -> None:
     assert callbacks.with_controls(data, None, None, None) == data
     spec, rankdir, theme, _, _ = callbacks.next_view("expand_all", 1, current, None)
     assert spec.show_params and not spec.fold_repeats and (rankdir, theme) == ("LR", "dark")
-    fig, new_data, _, _, depth, _ = callbacks._apply("expand_all", 1, data, None, current)
+    fig, new_data, _, _, depth, _, _ = callbacks._apply("expand_all", 1, data, None, current)
     assert depth == -1                                              # the depth control follows
     assert new_data["params"] and new_data["rankdir"] == "LR" and isinstance(fig, dict)   # a whole new figure

@@ -24,9 +24,9 @@ from torchvista_dash.render.figure import (
     START_SCALE,
     TILE_PT,
     fit_scale,
-    header_rows,
     start_window,
 )
+from torchvista_dash.render.hits import header_rows
 from torchvista_dash.render.labels import Boxes, edge_labels
 from torchvista_dash.render.picture import LOD_SCALE, OVERVIEW_PX, extent, fit_text
 

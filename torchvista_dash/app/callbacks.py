@@ -22,7 +22,7 @@ from .. import view as view_mod
 from ..options import depth_from_text
 from ..render.style import get_theme
 from ..view_types import ViewSpec
-from . import firstview, progress, registry, state, zoom
+from . import firstview, hitlayer, progress, registry, state, zoom
 from .details import details, error_text, selection
 from .ids import ids
 from .search import browse, search
@@ -177,12 +177,13 @@ def with_controls(data: dict[str, Any], options: list[str] | None, direction: st
 def _apply(trigger: str | None, value: Any, data: dict[str, Any], relayout: dict[str, Any] | None,
            current: dict[str, Any] | None = None, shown_depth: Any = None,
            click: dict[str, Any] | None = None) -> tuple:
-    """The six outputs of ``update_view`` for one action (the seventh, the search box, is its own); ``data`` is the store as the browser last drew it,
+    """The first seven outputs of ``update_view`` for one action (the last, the search box, is its own: figure,
+    store, notes, style, depth, class, hits); ``data`` is the store as the browser last drew it,
     ``current`` the same with the toolbar's current values, ``shown_depth`` the depth control's value,
     ``click`` the clickData of a click (its box's drawn size tells the plot's scale)."""
     result = step(trigger, value, current if current is not None else data, relayout, click)
     if result is None:
-        return no_update, no_update, no_update, no_update, no_update, no_update
+        return no_update, no_update, no_update, no_update, no_update, no_update, no_update
     spec, rankdir, theme, highlight, ranges = (result.spec, result.rankdir, result.theme, result.highlight,
                                                result.ranges)
     tid = data["trace"]
@@ -190,18 +191,21 @@ def _apply(trigger: str | None, value: Any, data: dict[str, Any], relayout: dict
     old_draw = state.draw_from_store(data)
     draw = state.draw_from_store(data, rankdir=rankdir, theme=theme, highlight=highlight,
                                  **({"color_by": value or None} if trigger == "color_by" else {}))
-    new_data = {**data, **state.spec_to_store(spec), **state.draw_to_store(draw), "ranges": ranges,
+    rev = int(data.get("rev", 0)) + 1      # this answer's ranges win over the user's zoom (state.uirevision)
+    new_data = {**data, **state.spec_to_store(spec), **state.draw_to_store(draw), "ranges": ranges, "rev": rev,
                 "relayout": relayout, "zoom_back": result.zoom_back,
                 "found": value if trigger == "search" and value else None,    # its details follow (show_found)
                 "sent": ([ranges] + list(data.get("sent") or [data["ranges"]]))[:4]}
     pending = new_data.pop("pending", False)          # the placeholder goes, whatever the action
     old_spec = state.spec_from_store(data)
     if (spec, draw) == (old_spec, old_draw) and not pending:
-        fig: Any = Patch()                  # only the ranges move: send two numbers, not the figure
+        fig: Any = Patch()                  # only the ranges move: two numbers, and the hit bars there
         fig["layout"]["xaxis"]["range"] = ranges[0]
         fig["layout"]["yaxis"]["range"] = ranges[1]
+        fig["layout"]["uirevision"] = state.uirevision(rev)
+        hits = hitlayer.patch(tid, spec, draw, ranges, rev, fig)[1]
     else:
-        fig = state.figure_with_ranges(tid, spec, draw, ranges)
+        fig, hits = hitlayer.sent_figure(tid, spec, draw, ranges, rev)
     # unchanged outputs are not sent: each one sent costs the browser a React update on every click
     new_notes = state.visible(tid, spec).notes
     notes = (no_update if new_notes == state.visible(tid, old_spec).notes
@@ -211,7 +215,7 @@ def _apply(trigger: str | None, value: Any, data: dict[str, Any], relayout: dict
     css_class = no_update if same_theme else root_class(draw.theme)
     state.precompute_neighbours(tid, spec, draw)
     depth = view_mod.depth_of(registry.get(tid).graph, spec)   # the control shows the view's state ("custom")
-    return fig, new_data, notes, style, (no_update if depth == shown_depth else depth), css_class
+    return fig, new_data, notes, style, (no_update if depth == shown_depth else depth), css_class, hits
 
 
 def details_for(trigger: str | None, value: Any, data: dict[str, Any]) -> tuple[Any, Any]:
@@ -249,7 +253,7 @@ def _view_error(exc: Exception) -> tuple[Any, ...]:
     figure = firstview.placeholder_figure(_store_theme(), "This view could not be drawn: see the message above.") \
         if sub == "first_view" else no_update
     return (figure, no_update, error_text(_message(exc), className="tvd-app-error"), no_update, no_update,
-            no_update, None if searched else no_update)
+            no_update, no_update, None if searched else no_update)
 
 
 def _store_theme() -> str:
@@ -291,6 +295,7 @@ def register(callback: Callable[..., Any]) -> None:
         Output(ids.root(MATCH), "style"),
         Output(ids.depth(MATCH), "value"),
         Output(ids.root(MATCH), "className"),
+        Output(ids.hits(MATCH), "data"),
         Output(ids.search(MATCH), "value"),
         *(Input(make(MATCH), prop) for make, prop in _VIEW_CONTROLS),
         Input(ids.first_view(MATCH), "n_intervals"),
@@ -329,6 +334,21 @@ def register(callback: Callable[..., Any]) -> None:
     def show_progress(_n, click, ea, ca, depth, options, direction, theme, search, fit, color_by, data):
         return progress.text(progress.request_key(_aio(), data, click, ea, ca, depth, options, direction, theme,
                                                   search, fit, color_by))
+
+    # The hit bars near the viewport, renewed after a zoom or pan that leaves what they cover (hitlayer.py). The
+    # store is an input too: Dash then holds a cull back while a view change runs, and drops an older cull's
+    # answer still on its way when the view change's store arrives.
+    @callback(
+        Output(ids.graph(MATCH), "figure", allow_duplicate=True),
+        Output(ids.hits(MATCH), "data", allow_duplicate=True),
+        Input(ids.graph(MATCH), "relayoutData"),
+        Input(ids.store(MATCH), "data"),
+        State(ids.hits(MATCH), "data"),
+        prevent_initial_call=True,
+    )
+    def renew_hits(relayout, data, hits):
+        by_store = any(str(t.get("prop_id", "")).endswith(".data") for t in ctx.triggered or ())
+        return hitlayer.renew(None if by_store else relayout, data, hits)
 
     # The details panel has its own callbacks: their answer is drawn after (not with) the graph's. Both also
     # say what is selected in the ``selected`` store, for the user's own callbacks.

@@ -28,7 +28,7 @@ from ..options import (
 )
 from ..traced import Trace
 from ..view_types import ViewSpec
-from . import callbacks, firstview, progress, registry, state
+from . import callbacks, firstview, hitlayer, progress, registry, state
 from .details import details, header, selection
 from .ids import ids as _ids
 from .search import browse
@@ -104,12 +104,12 @@ class ModelGraph(html.Div):
         ready = firstview.prepared(tid, spec, draw)    # else the page asks for it, and shows its progress
         if ready:
             ranges = state.start_ranges(state.layout_of(tid, spec, draw.rankdir))
-            figure = state.figure_with_ranges(tid, spec, draw, ranges)
+            figure, hits = hitlayer.sent_figure(tid, spec, draw, ranges, 0)
             state.precompute_neighbours(tid, spec, draw)
         else:
-            ranges = firstview.PENDING_RANGES
+            ranges, hits = firstview.PENDING_RANGES, None
             figure = firstview.placeholder_figure(draw.theme, f"Laying out {graph.model_name or 'the model'}…")
-        store = {"trace": tid, **state.spec_to_store(spec), **state.draw_to_store(draw),
+        store = {"trace": tid, **state.spec_to_store(spec), **state.draw_to_store(draw), "rev": 0,
                  "ranges": ranges, "relayout": None, "sent": [ranges], **({} if ready else {"pending": True})}
         theme, rankdir, fold_repeats, show_params = draw.theme, draw.rankdir, view.fold_repeats, view.show_params
         max_depth = max((c.depth for c in graph.module_calls), default=0)
@@ -177,6 +177,7 @@ class ModelGraph(html.Div):
             html.Div([toolbar, toolbar2], className="tvd-toolbars"),   # one wrapped row on a narrow page (tvd.css)
             body,
             dcc.Store(id=_ids.store(aio_id), data=store),
+            dcc.Store(id=_ids.hits(aio_id), data=hits),
             dcc.Store(id=_ids.selected(aio_id), data=selection(tid, draw.highlight) if draw.highlight else None),
         ]
         style = {**callbacks.root_style(theme), **div_props.pop("style", {})}

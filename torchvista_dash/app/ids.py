@@ -13,7 +13,7 @@ COMPONENT = "ModelGraph"
 SUBCOMPONENTS = ("root", "graph", "store", "details", "header", "notes", "expand_all", "collapse_all", "depth",
                  "options", "direction", "theme", "fit", "search", "export_html", "export_svg", "export_png",
                  "export_json", "download", "export_status", "color_by", "selected", "progress", "progress_poll",
-                 "first_view")
+                 "first_view", "hits")
 
 
 def make(sub: str, aio_id: Any) -> dict[str, Any]:
@@ -53,3 +53,5 @@ class ids:  # noqa: N801 - the Dash All-in-One convention: ModelGraph.ids.graph(
     progress_poll = staticmethod(lambda aio_id: make("progress_poll", aio_id))
     # a one-shot interval: the page asks for a first view its constructor did not finish in time (firstview.py)
     first_view = staticmethod(lambda aio_id: make("first_view", aio_id))
+    # what the figure's hit bars cover (app/hitlayer.py)
+    hits = staticmethod(lambda aio_id: make("hits", aio_id))

@@ -16,7 +16,7 @@ from ..layout import layout_view, reporting
 from ..layout.types import Layout
 from ..options import DEFAULT_NODE_BUDGET, DEFAULT_VIEW, DrawOptions, ViewOptions
 from ..pipeline import paint_of
-from ..render import make_figure
+from ..render import UIREVISION, make_figure
 from ..view_types import ViewSpec, VisibleGraph
 from . import pictures, progress, registry
 from .precompute import Precomputer
@@ -38,9 +38,10 @@ from .viewport import (
 __all__ = [
     "MARGIN", "NODE_BUDGET", "Ranges", "anchor_of", "box_of", "centre_on", "draw_from_store", "draw_to_store",
     "drawn_figure", "drawn_spec",
-    "figure_with_ranges", "first_view", "full_ranges", "initial_spec", "is_echo", "keep_inside", "layout_of",
-    "precompute_neighbours", "precomputer", "ranges_from_relayout", "shift", "spec_from_store", "spec_to_store",
-    "start_ranges",
+    "figure_with_ranges", "first_view", "full_ranges", "initial_spec", "is_echo", "keep_inside",
+    "layout_of",
+    "precompute_neighbours", "precomputer", "ranges_from_relayout", "shift", "spec_from_store",
+    "spec_to_store", "start_ranges", "uirevision",
     "visible",
 ]
 
@@ -120,8 +121,9 @@ def drawn_figure(trace_id: str, spec: ViewSpec, draw: DrawOptions) -> pictures.D
 
 def figure_with_ranges(trace_id: str, spec: ViewSpec, draw: DrawOptions, ranges: Ranges, *,
                        standalone: bool = False) -> dict[str, Any]:
-    """The view's figure at ``ranges``. Its pictures are URLs of the app's picture route when this runs in a
-    request of an app that serves it, else data URIs; ``standalone``: data URIs always (an exported page)."""
+    """The view's figure at ``ranges``, every hit bar in it. Its pictures are URLs of the app's picture route
+    when this runs in a request of an app that serves it, else data URIs; ``standalone``: data URIs always (an
+    exported page)."""
     base = drawn_figure(trace_id, spec, draw)
     lay = dict(base.figure.get("layout", {}))
     lay["xaxis"] = {**lay.get("xaxis", {}), "range": list(ranges[0]), "autorange": False}
@@ -130,6 +132,12 @@ def figure_with_ranges(trace_id: str, spec: ViewSpec, draw: DrawOptions, ranges:
     if base.pictures:
         lay["images"] = base.images(None if standalone else pictures.base_url())
     return {"data": base.figure.get("data", []), "layout": lay}
+
+
+def uirevision(rev: int) -> str:
+    """The figure's ``uirevision`` after the ``rev``-th view change: new at each one, so its ranges win over
+    the user's zoom; the same in a hit-bar Patch, so plotly keeps the zoom (hitlayer.py)."""
+    return f"{UIREVISION}:{rev}"
 
 
 # ---- the likely next clicks, in the background ---------------------------------------------

@@ -12,7 +12,9 @@ What the app can rely on in a figure from ``make_figure``:
 - ``layout.uirevision`` is ``UIREVISION`` (override with ``uirevision=``): while it stays the same,
   plotly keeps the user's zoom across figure updates.
 - ``layout.meta["torchvista_dash"]``: ``bounds`` of the drawing, the ``picture``'s extent, the level-of-detail
-  scales (``lod``, px per point), whether ``labels`` and ``details`` (shape lines, edge labels) are drawn, ``notes``.
+  scales (``lod``, px per point), whether ``labels`` and ``details`` (shape lines, edge labels) are drawn, ``notes``,
+  and how many ``boxes`` and ``clusters`` the view has (the app's figures carry only the hit bars near the
+  viewport: ``render/hits.py``).
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ spilling, and each zoom slow. The picture (``picture.py``) is plotly layout imag
 a big view, ``tiles.py``), so the browser scales boxes, edges and text together, and their own CSS drops detail
 as the user zooms out. No server round trip on zoom, no JavaScript.
 
-On top, in the same coordinates, plotly holds what must react:
+On top, in the same coordinates, plotly holds what must react (the hit layer, ``hits.py``; this figure has every
+bar, the app sends only those near the viewport):
 
 - ``nodes:labels``: one invisible bar per box, exactly the box (x centre, width, base, height): a click or hover
   anywhere inside a box, corners included, is that box. ``customdata`` is the visible id (graph node id,
@@ -30,7 +31,7 @@ import plotly.graph_objects as go
 from ..graph import Graph
 from ..layout.types import Box, Layout
 from ..view_types import VisibleGraph
-from . import picture, shapes
+from . import hits, picture, shapes
 from .hover import HoverIndex, esc
 from .paint import Paint, with_sublabels
 from .style import Theme, get_theme
@@ -41,7 +42,6 @@ UIREVISION = "torchvista_dash"
 
 NOMINAL_PLOT_PX = (1100.0, 700.0)
 LABEL_PT = picture.LABEL_PT     # the font size (points) boxes are sized for by the layout
-HEADER_ROW = 20.0               # points: a cluster's header row (the layout leaves about 26 above its contents)
 PAD = 12.0                      # points around the graph in the initial view
 FAILED_WINDOW = (900.0, 600.0)  # points shown around the failing op in a failed trace's initial view
 # px per point a too-big view starts at: op names and shape lines drawn, also in a plot somewhat smaller than
@@ -54,7 +54,6 @@ READABLE_SCALE = picture.LOD_SCALE["o"] * 1.15
 # points per side of the picture's tiles (render/tiles.py; chosen by bench/bench_zoom_parts.py, see the README)
 TILE_PT = 1200.0
 SCROLL_CONFIG = {"scrollZoom": True, "displaylogo": False, "doubleClick": "reset"}
-_HIDDEN = "rgba(0,0,0,0)"
 
 
 def _bounds(layout: Layout) -> Box:
@@ -161,7 +160,7 @@ def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "li
     pieces = picture.picture_pieces(vg, layout, th, ext, labels=show_labels, details=show_details, paint=paint,
                                     tile=tile)
     hov = HoverIndex(graph, vg)
-    traces = _hit_traces(vg, layout, hov, paint) + _highlight_trace(layout, highlight, th) + list(paint.extra)
+    traces = hits.hit_traces(vg, layout, hov, paint) + _highlight_trace(layout, highlight, th) + list(paint.extra)
     notes = list(vg.notes) + ([paint.title] if paint.title else [])
     fig_layout: dict[str, Any] = {
         "template": th.template, "showlegend": False, "hovermode": "closest", "dragmode": "pan",
@@ -177,7 +176,8 @@ def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "li
                    for p in pieces],
         "meta": {"torchvista_dash": {"bounds": [round(v, 1) for v in bounds], "picture": [round(v, 1) for v in ext],
                                      "lod": dict(picture.LOD_SCALE), "details": show_details,
-                                     "labels": show_labels, "notes": notes}},
+                                     "labels": show_labels, "notes": notes,
+                                     "boxes": len(vg.nodes), "clusters": len(vg.clusters)}},
     }
     if notes:
         fig_layout["annotations"] = [{
@@ -185,46 +185,6 @@ def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "li
             "xanchor": "left", "yanchor": "top", "showarrow": False, "font": {"size": 11, "color": th.muted},
         }]
     return go.Figure(data=traces, layout=fig_layout)
-
-
-def header_rows(vg: VisibleGraph, layout: Layout) -> dict[str, Box]:
-    """Each expanded cluster's header row: its full width, from its top edge down to just above its contents."""
-    tops: dict[str, float] = {}
-    for vid, parent in layout.parent.items():
-        box = layout.nodes.get(vid) or layout.clusters.get(vid)
-        if parent is not None and box is not None:
-            tops[parent] = max(tops.get(parent, box[3]), box[3])
-    out: dict[str, Box] = {}
-    for cl in vg.clusters:
-        x0, y0, x1, y1 = layout.clusters[cl.id]
-        bottom = y1 - HEADER_ROW
-        if cl.id in tops:
-            bottom = max(bottom, min(tops[cl.id] + 1.0, y1 - 8.0))
-        out[cl.id] = (x0, max(bottom, y0), x1, y1)
-    return out
-
-
-def _bars(name: str, boxes: list[Box], ids: list[str], hover: list[str]) -> dict[str, Any]:
-    """Invisible bars exactly covering ``boxes``: plotly's hover finds the bar the pointer is inside."""
-    return {
-        "type": "bar", "name": name, "orientation": "v",
-        "x": [round((b[0] + b[2]) / 2, 2) for b in boxes], "width": [round(b[2] - b[0], 2) for b in boxes],
-        "base": [round(b[1], 2) for b in boxes], "y": [round(b[3] - b[1], 2) for b in boxes],
-        "marker": {"color": _HIDDEN, "line": {"width": 0}}, "textposition": "none",
-        "hovertext": hover, "hoverinfo": "text", "customdata": ids, "showlegend": False,
-    }
-
-
-def _hit_traces(vg: VisibleGraph, layout: Layout, hov: HoverIndex, paint: Paint) -> list[dict[str, Any]]:
-    out = []
-    if vg.nodes:
-        out.append(_bars("nodes:labels", [layout.nodes[vn.id] for vn in vg.nodes], [vn.id for vn in vg.nodes],
-                         [paint.hover_of(vn.id, hov.node_text(vn)) for vn in vg.nodes]))
-    if vg.clusters:
-        rows = header_rows(vg, layout)
-        out.append(_bars("clusters:headers", [rows[c.id] for c in vg.clusters], [c.id for c in vg.clusters],
-                         [paint.hover_of(c.id, hov.cluster_text(c)) for c in vg.clusters]))
-    return out
 
 
 def _highlight_trace(layout: Layout, highlight: str | None, th: Theme) -> list[dict[str, Any]]:
