@@ -86,9 +86,13 @@ TV_COUNTS = """() => { const uid = document.querySelector('[id^="graph_"]').id.s
 TV_NAMES = """() => { const uid = document.querySelector('[id^="graph_"]').id.slice(6);
   return Array.from(document.querySelectorAll('.boundary-box_' + uid)).map(g => { const d = g.__data__;
     return String(Array.isArray(d) ? d[0] : d); }); }"""
+# the view's boxes and clusters (the figure's meta; a figure from before it said so carried every hit bar), and
+# the hit bars the figure carries (the app sends only those near the viewport, app/hitlayer.py)
 OURS_COUNTS = """(d) => { const gd = document.getElementById(d).querySelector('.js-plotly-plot');
   const n = name => { const t = (gd.data || []).find(t => t.name === name); return t ? t.customdata.length : 0; };
-  return [n('nodes:labels'), n('clusters:headers'), gd.querySelectorAll('svg *').length]; }"""
+  const m = ((gd.layout || {}).meta || {}).torchvista_dash || {};
+  return [m.boxes ?? n('nodes:labels'), m.clusters ?? n('clusters:headers'), gd.querySelectorAll('svg *').length,
+          n('nodes:labels') + n('clusters:headers')]; }"""
 
 
 # ---- the models (also the serve targets: bench.bench_vs_torchvista:<name>) -------------------------
@@ -215,7 +219,7 @@ def ours(browser: Any, name: str, block: str, loads: int, clicks: int, code: Pat
             pictures.append(picture)
             if i < loads:
                 ctx.close()
-        boxes, clusters, svg = page.evaluate(OURS_COUNTS, _dom("main"))
+        boxes, clusters, svg, bars = page.evaluate(OURS_COUNTS, _dom("main"))
         if block not in page.evaluate(OURS_IDS, [_dom("main"), "clusters:headers"]):
             raise RuntimeError(f"our every-op view of {name} does not show {block} open")
         page.evaluate(OURS_ZOOM_TO, [_dom("main"), block])    # as a user must: zoom in on it, then close it
@@ -245,7 +249,7 @@ def ours(browser: Any, name: str, block: str, loads: int, clicks: int, code: Pat
     return {"cold": draws[0], "warm": statistics.median(draws[1:]), "picture_cold": pictures[0],
             "picture": statistics.median(warm_pictures) if warm_pictures else None,
             "open": statistics.median(opens), "close": statistics.median(closes),
-            "boxes": boxes, "clusters": clusters, "svg": svg,
+            "boxes": boxes, "clusters": clusters, "svg": svg, "bars": bars,
             "click_server": statistics.median(sp[1] for sp in split),
             "click_bytes": statistics.median(sp[2] for sp in split),
             "click_picture_bytes": statistics.median(sp[3] for sp in split)}
@@ -475,7 +479,8 @@ def render(rows: list[tuple[str, dict[str, Any], dict[str, Any]]], floor: tuple[
         "work with the new figure and Dash's round trips: "
         + "; ".join(f"{title}: click {statistics.median([o['open'], o['close']]):,.0f} ms, server "
                     f"{o['click_server']:,.0f} ms, answer {_mb(o['click_bytes'])}, pictures "
-                    f"{_mb(o.get('click_picture_bytes', 0))}" for title, o, _ in rows) + ".",
+                    f"{_mb(o.get('click_picture_bytes', 0))}, hit bars in the first figure {o.get('bars', 0):,}"
+                    for title, o, _ in rows) + ".",
         "",
         "SVG elements on the page after the first draw: "
         + "; ".join(f"{title}: ours {o['svg']:,}, torchvista {_count(t['svg'])}"
@@ -488,8 +493,9 @@ def render(rows: list[tuple[str, dict[str, Any], dict[str, Any]]], floor: tuple[
             "Ours before/after, in turn in the same run (before: the `--baseline` checkout's server):",
             "",
             "| model | interactive warm: before / after | cold: before / after | open: before / after "
-            "| close: before / after | click answer: before / after | click's pictures: before / after |",
-            "|---|---:|---:|---:|---:|---:|---:|",
+            "| close: before / after | click answer: before / after | click's pictures: before / after "
+            "| hit bars sent first: before / after |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
         now = {title: o for title, o, _ in rows}
         for title, b in before:
@@ -498,7 +504,8 @@ def render(rows: list[tuple[str, dict[str, Any], dict[str, Any]]], floor: tuple[
                 f"| {title} | {_ms(b['warm'])} / {_ms(o['warm'])} | {_ms(b['cold'])} / {_ms(o['cold'])} "
                 f"| {_ms(b['open'])} / {_ms(o['open'])} | {_ms(b['close'])} / {_ms(o['close'])} "
                 f"| {_mb(b['click_bytes'])} / {_mb(o['click_bytes'])} "
-                f"| {_mb(b['click_picture_bytes'])} / {_mb(o['click_picture_bytes'])} |")
+                f"| {_mb(b['click_picture_bytes'])} / {_mb(o['click_picture_bytes'])} "
+                f"| {b.get('bars', 0):,} / {o.get('bars', 0):,} |")
         lines.append("")
     return "\n".join(lines)
 
