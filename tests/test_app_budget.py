@@ -6,7 +6,7 @@ import pytest
 from test_app_state import _find
 
 from torchvista_dash import view
-from torchvista_dash.app import ModelGraph, callbacks, registry, state
+from torchvista_dash.app import ModelGraph, registry, state, viewstep
 from torchvista_dash.demos import demo_trace
 
 
@@ -30,5 +30,5 @@ def test_store_holds_the_drawn_spec_and_a_click_opens_a_budget_closed_module(sma
     vg = state.visible(tid, drawn)
     closed = sorted(n.id for n in vg.nodes if n.kind == "module" and n.id in requested.expanded)
     assert closed, "the budget closed no module the request had open"
-    spec, *_ = callbacks.next_view("graph", closed[0], data, None)
+    spec, *_ = viewstep.next_view("graph", closed[0], data, None)
     assert closed[0] in spec.expanded                # the click opens it (it used to close it again)

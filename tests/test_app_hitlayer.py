@@ -24,7 +24,7 @@ from support_app import (
 from torch import nn
 
 from torchvista_dash import trace_model
-from torchvista_dash.app import callbacks, exporting, hitlayer, registry, state
+from torchvista_dash.app import exporting, hitlayer, registry, state, viewstep
 from torchvista_dash.app.server import make_app
 from torchvista_dash.options import DrawOptions, ViewOptions
 from torchvista_dash.render import hits
@@ -168,7 +168,7 @@ def test_a_far_pan_is_answered_with_the_bars_there_and_nothing_else(sent: dict[s
 def test_a_view_change_that_only_moves_the_ranges_sends_the_bars_there(sent: dict[str, Any]) -> None:
     """"Fit to screen": a Patch of the ranges, a new uirevision (the ranges win over the user's zoom) and the
     hit bars at the whole view."""
-    out = callbacks._apply("fit", 1, sent["data"], None)
+    out = viewstep.answer("fit", 1, sent["data"], None)
     fig, new_data, record = out[0], out[1], out[6]
     ops = {tuple(op["location"]): op["params"]["value"] for op in fig.to_plotly_json()["operations"]}
     assert ops[("layout", "uirevision")] == state.uirevision(1) and new_data["rev"] == 1

@@ -8,7 +8,7 @@ import time
 
 from test_app_state import store_for
 
-from torchvista_dash.app import callbacks, registry, state
+from torchvista_dash.app import registry, state, viewstep
 from torchvista_dash.app.precompute import MAX_JOBS, Precomputer
 from torchvista_dash.layout import GraphvizError
 
@@ -64,7 +64,7 @@ def test_many_clicks_keep_the_queue_and_caches_bounded(dot_binary: str) -> None:
         targets = sorted([n.id for n in vg.nodes if n.kind in ("module", "folded")] + [c.id for c in vg.clusters])
         vid = targets[(clicks * 7) % len(targets)]
         try:
-            new = callbacks._apply("graph", vid, data, None)[1]
+            new = viewstep.answer("graph", vid, data, None)[1]
         except GraphvizError:   # a pooled dot that died mid-batch (layout/dotpool, rare): the page would say so
             failed += 1
             continue

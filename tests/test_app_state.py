@@ -12,7 +12,7 @@ import pytest
 from dash import html
 
 from torchvista_dash import view
-from torchvista_dash.app import ModelGraph, callbacks, registry, search, state
+from torchvista_dash.app import ModelGraph, registry, search, state, viewstep
 from torchvista_dash.app.details import call_io, details, header
 from torchvista_dash.app.exporting import export_current_view
 from torchvista_dash.app.server import make_app
@@ -51,10 +51,10 @@ def text_of(component: Any) -> str:
 def test_click_on_a_collapsed_module_opens_it_and_keeps_its_top_in_place() -> None:
     data = store_for("gpt")
     data = {**data, "ranges": [[0.0, 200.0], [100.0, 300.0]]}
-    spec, _, _, _, ranges = callbacks.next_view("graph", "fold:mod:blocks.0", data, None)
+    spec, _, _, _, ranges = viewstep.next_view("graph", "fold:mod:blocks.0", data, None)
     assert "fold:mod:blocks.0" in spec.unfolded
     data2 = {**data, **state.spec_to_store(spec), "ranges": ranges, "sent": [ranges]}
-    spec2, _, _, _, ranges2 = callbacks.next_view("graph", "mod:blocks.1", data2, None)
+    spec2, _, _, _, ranges2 = viewstep.next_view("graph", "mod:blocks.1", data2, None)
     assert "mod:blocks.1" in spec2.expanded
     tid = data["trace"]
     before = state.anchor_of(state.layout_of(tid, spec, "TB"), "mod:blocks.1")
@@ -64,14 +64,14 @@ def test_click_on_a_collapsed_module_opens_it_and_keeps_its_top_in_place() -> No
     assert k > 1.0
     assert after[0] - ranges2[0][0] == pytest.approx(k * (before[0] - ranges[0][0]))
     assert after[1] - ranges2[1][0] == pytest.approx(k * (before[1] - ranges[1][0]))
-    back = callbacks.next_view("graph", "mod:blocks.1", {**data2, **state.spec_to_store(spec2)}, None)
+    back = viewstep.next_view("graph", "mod:blocks.1", {**data2, **state.spec_to_store(spec2)}, None)
     assert "mod:blocks.1" not in back[0].expanded
 
 
 def test_click_on_an_op_changes_nothing_and_unknown_triggers_are_ignored() -> None:
     data = store_for("mlp")
-    assert callbacks.next_view("graph", "n:0", data, None) is None
-    assert callbacks.next_view(None, None, data, None) is None
+    assert viewstep.next_view("graph", "n:0", data, None) is None
+    assert viewstep.next_view(None, None, data, None) is None
 
 
 def test_user_zoom_is_tracked_but_plotly_echoes_of_our_ranges_are_not() -> None:
@@ -79,31 +79,31 @@ def test_user_zoom_is_tracked_but_plotly_echoes_of_our_ranges_are_not() -> None:
     data["sent"] = [data["ranges"]]
     echo = {"xaxis.range": [-50.0, 150.0], "yaxis.range": [0.0, 100.0]}      # x stretched about its centre
     assert state.is_echo(echo, data["sent"])
-    r = callbacks.next_view("theme", "dark", data, echo)[4]
+    r = viewstep.next_view("theme", "dark", data, echo)[4]
     assert r == [[0.0, 100.0], [0.0, 100.0]]
     zoom = {"xaxis.range[0]": 10.0, "xaxis.range[1]": 30.0, "yaxis.range[0]": 40.0, "yaxis.range[1]": 60.0}
-    assert callbacks.next_view("theme", "dark", data, zoom)[4] == [[10.0, 30.0], [40.0, 60.0]]
+    assert viewstep.next_view("theme", "dark", data, zoom)[4] == [[10.0, 30.0], [40.0, 60.0]]
     stale = {**data, "relayout": zoom}                              # already seen: the stored ranges win
-    assert callbacks.next_view("theme", "dark", stale, zoom)[4] == [[0.0, 100.0], [0.0, 100.0]]
+    assert viewstep.next_view("theme", "dark", stale, zoom)[4] == [[0.0, 100.0], [0.0, 100.0]]
     full = state.full_ranges(state.layout_of(data["trace"], state.spec_from_store(data), "TB"))
-    assert callbacks.next_view("theme", "dark", data, {"xaxis.autorange": True})[4] == full
+    assert viewstep.next_view("theme", "dark", data, {"xaxis.autorange": True})[4] == full
 
 
 def test_buttons_depth_options_direction_and_fit() -> None:
     data = store_for("gpt")
     graph = demo_trace("gpt").graph
-    every = callbacks.next_view("expand_all", 1, data, None)[0]
+    every = viewstep.next_view("expand_all", 1, data, None)[0]
     assert every == view.expand_everything(graph) and every.unfolded == frozenset(index_of(graph).runs)   # repeats too
     assert not any(n.kind == "folded" for n in view.build_view(graph, every).nodes)
-    assert callbacks.next_view("depth", -1, data, None)[0] == every
-    assert callbacks.next_view("collapse_all", 1, data, None)[0] == view.make_spec(graph, depth=0)
-    assert callbacks.next_view("depth", view.CUSTOM, data, None) is None
-    assert callbacks.next_view("depth", 2, data, None)[0] == view.make_spec(graph, depth=2)
-    opts = callbacks.next_view("options", ["params"], data, None)[0]
+    assert viewstep.next_view("depth", -1, data, None)[0] == every
+    assert viewstep.next_view("collapse_all", 1, data, None)[0] == view.make_spec(graph, depth=0)
+    assert viewstep.next_view("depth", view.CUSTOM, data, None) is None
+    assert viewstep.next_view("depth", 2, data, None)[0] == view.make_spec(graph, depth=2)
+    opts = viewstep.next_view("options", ["params"], data, None)[0]
     assert opts.show_params and not opts.fold_repeats
-    spec, rankdir, _, _, ranges = callbacks.next_view("direction", "LR", data, None)
+    spec, rankdir, _, _, ranges = viewstep.next_view("direction", "LR", data, None)
     assert rankdir == "LR" and ranges == state.full_ranges(state.layout_of(data["trace"], spec, "LR"))
-    assert callbacks.next_view("fit", 1, {**data, "ranges": [[5, 6], [5, 6]]}, None)[4] == \
+    assert viewstep.next_view("fit", 1, {**data, "ranges": [[5, 6], [5, 6]]}, None)[4] == \
         state.full_ranges(state.layout_of(data["trace"], state.spec_from_store(data), "TB"))
 
 
@@ -121,7 +121,7 @@ def test_search_lists_matches_then_expands_centres_and_highlights() -> None:
     assert not any(re.search(r"\b(n|mod):[\w.(]", o["label"]) for o in every)
     assert len({o["label"] for o in every}) == len(every)                        # twins get #2, #3
     data = store_for("gpt", ranges=[[0.0, 100.0], [0.0, 100.0]])
-    spec, _, _, highlight, ranges = callbacks.next_view("search", "mod:blocks.2.ln_2", data, None)
+    spec, _, _, highlight, ranges = viewstep.next_view("search", "mod:blocks.2.ln_2", data, None)
     assert highlight == "mod:blocks.2.ln_2" and "mod:blocks.2" in spec.expanded
     box = state.layout_of(data["trace"], spec, "TB").nodes[highlight]
     assert (ranges[0][0] + ranges[0][1]) / 2 == pytest.approx((box[0] + box[2]) / 2)
@@ -157,7 +157,7 @@ def test_failed_trace_opens_on_its_failing_op() -> None:
 @pytest.mark.parametrize("fmt, magic", [("html", "Plotly.newPlot"), ("svg", "<svg"), ("png", None)])
 def test_exports_of_the_current_view(fmt: str, magic: str | None) -> None:
     data = store_for("mlp")
-    spec = callbacks.next_view("graph", "mod:body", data, None)[0]
+    spec = viewstep.next_view("graph", "mod:body", data, None)[0]
     payload = export_current_view({**data, **state.spec_to_store(spec)}, fmt)
     assert payload["filename"] == f"MLP-view.{fmt}"
     content = base64.b64decode(payload["content"]) if payload["base64"] else payload["content"].encode()
@@ -227,11 +227,11 @@ def test_pages_by_url() -> None:
 
 def test_toolbar_values_override_a_store_that_predates_them() -> None:
     data = store_for("gpt")
-    current = callbacks.with_controls(data, ["params"], "LR", "dark")
+    current = viewstep.with_controls(data, ["params"], "LR", "dark")
     assert (current["fold"], current["params"], current["rankdir"], current["theme"]) == (False, True, "LR", "dark")
-    assert callbacks.with_controls(data, None, None, None) == data
-    spec, rankdir, theme, _, _ = callbacks.next_view("expand_all", 1, current, None)
+    assert viewstep.with_controls(data, None, None, None) == data
+    spec, rankdir, theme, _, _ = viewstep.next_view("expand_all", 1, current, None)
     assert spec.show_params and not spec.fold_repeats and (rankdir, theme) == ("LR", "dark")
-    fig, new_data, _, _, depth, _, _ = callbacks._apply("expand_all", 1, data, None, current)
+    fig, new_data, _, _, depth, _, _ = viewstep.answer("expand_all", 1, data, None, current)
     assert depth == -1                                              # the depth control follows
     assert new_data["params"] and new_data["rankdir"] == "LR" and isinstance(fig, dict)   # a whole new figure

@@ -107,7 +107,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_checker_sees_the_package() -> None:
     graph = _internal_graph()
     assert len(MODULES) > 30
-    assert "torchvista_dash.app.callbacks" in graph["torchvista_dash.app.component"]
+    assert "torchvista_dash.app.callbacks" in graph["torchvista_dash.app.aio"]
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 

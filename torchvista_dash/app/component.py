@@ -28,7 +28,7 @@ from ..options import (
 )
 from ..traced import Trace
 from ..view_types import ViewSpec
-from . import callbacks, firstview, hitlayer, progress, registry, state
+from . import firstview, hitlayer, progress, registry, state, viewstep
 from .details import details, header, selection
 from .ids import ids as _ids
 from .search import browse
@@ -180,6 +180,6 @@ class ModelGraph(html.Div):
             dcc.Store(id=_ids.hits(aio_id), data=hits),
             dcc.Store(id=_ids.selected(aio_id), data=selection(tid, draw.highlight) if draw.highlight else None),
         ]
-        style = {**callbacks.root_style(theme), **div_props.pop("style", {})}
-        super().__init__(children, id=_ids.root(aio_id), style=style, className=callbacks.root_class(theme),
+        style = {**viewstep.root_style(theme), **div_props.pop("style", {})}
+        super().__init__(children, id=_ids.root(aio_id), style=style, className=viewstep.root_class(theme),
                          **div_props)
