@@ -18,7 +18,7 @@ answered by the server with the bars of the new view, which the browser redraws 
 step (in 4x and back, or 1.5 views down and back) plus that redraw (``Plotly.react`` with the bars the server's cull gives for the step's ranges, as Dash
 does with the Patch), without Dash's round trip (bench/results/dash_floor.md). ``--only-hits``: only the tiles
 with every hit bar and with the culled ones (the before/after of the cull). Writes bench/results/zoom_parts.md
-and prints it.
+(with --only-hits: zoom_hits.md) and prints it.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from torchvista_dash.app import hitlayer  # noqa: E402
 from torchvista_dash.render import make_figure  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "zoom_parts.md"
+RESULTS_HITS = ROOT / "bench" / "results" / "zoom_hits.md"     # --only-hits
 WHOLE = "(a) => Plotly.relayout(document.getElementById(a[0]), {'xaxis.range': a[1], 'yaxis.range': a[2]})"
 RANGES = """(d) => { const fl = document.getElementById(d)._fullLayout; return [fl.xaxis.range.slice(),
   fl.yaxis.range.slice()]; }"""
@@ -207,7 +208,7 @@ def main() -> None:
         *rows, "",
         f"Load average (1, 5, 15 min) at the start: {', '.join(f'{v:.1f}' for v in load0)}; at the end: "
         f"{', '.join(f'{v:.1f}' for v in load1)} (2 cores).", ""])
-    RESULTS.write_text(md)
+    (RESULTS_HITS if args.only_hits else RESULTS).write_text(md)
     print(md)
 
 
