@@ -43,8 +43,8 @@ def test_minus_one_means_everything(text: object, depth: int | None) -> None:
 
 @pytest.mark.parametrize("bad", ["-2", "two", -5, 1.5, True])
 def test_bad_depth_text_says_what_to_write(bad: object) -> None:
-    with pytest.raises(ValueError, match="depth must be"):
-        depth_from_text(bad)
+    with pytest.raises(ValueError, match="depth must be a whole number ≥ 0, or -1/all for every op, not "):
+        depth_from_text(bad)            # in the words a user of the CLI or the URL wrote (no "None" there)
 
 
 def test_split_options_names_the_unknown_one_and_layers_on_a_base() -> None:

@@ -44,7 +44,9 @@ def depth_from_text(value: object) -> int | None:
             raise ValueError(f"depth must be a whole number ≥ 0, or -1/all for every op, not {value!r}") from None
     if isinstance(value, int) and not isinstance(value, bool) and value == EVERYTHING:
         return None
-    return check_depth(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:   # in the words the user wrote in
+        raise ValueError(f"depth must be a whole number ≥ 0, or -1/all for every op, not {value!r}")
+    return value
 
 
 def depth_to_control(depth: int | None) -> int:
