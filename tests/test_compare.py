@@ -222,3 +222,13 @@ def test_a_collapsed_box_whose_inside_changed_is_marked_changed() -> None:
     closed = d.trace.view(expanded=())                        # the whole encoder collapsed: marked as well
     enc = next(n for n in closed.nodes if n.id == "mod:encoder")
     assert d.trace.paint(closed).boxes[enc.id].line == "#e8590c"
+
+
+def test_a_diffs_figure_carries_the_key_of_its_colours() -> None:
+    # in the app and in notebooks, not only in static exports: green, ghosted and orange need a key
+    d = compare(_quiet(_Stack(2), torch.randn(1, 4)), _quiet(_Stack(3), torch.randn(1, 4)))
+    (key,) = [a for a in d.figure().layout.annotations if a.name == "key"]
+    assert [part.split("</span> ")[1] for part in key.text.split("   ")] == ["added", "removed", "changed"]
+    assert "#2f9e44" in key.text and "#e8590c" in key.text
+    plain = _quiet(_Stack(2), torch.randn(1, 4)).figure(color_by="flops")
+    assert not [a for a in plain.layout.annotations if a.name == "key"]      # colour by cost: its colour bar

@@ -179,11 +179,18 @@ def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "li
                                      "labels": show_labels, "notes": notes,
                                      "boxes": len(vg.nodes), "clusters": len(vg.clusters)}},
     }
-    if notes:
-        fig_layout["annotations"] = [{
-            "text": esc(" · ".join(notes)), "xref": "paper", "yref": "paper", "x": 0, "y": 1,
-            "xanchor": "left", "yanchor": "top", "showarrow": False, "font": {"size": 11, "color": th.muted},
-        }]
+    annotations = [{
+        "text": esc(" · ".join(notes)), "xref": "paper", "yref": "paper", "x": 0, "y": 1,
+        "xanchor": "left", "yanchor": "top", "showarrow": False, "font": {"size": 11, "color": th.muted},
+    }] if notes else []
+    if paint.legend and not paint.extra:      # a diff's key (colour by cost has its colour bar instead)
+        annotations.append({
+            "text": "   ".join(f'<span style="color:{esc(bp.line)}">■</span> {esc(text)}' for bp, text in paint.legend),
+            "xref": "paper", "yref": "paper", "x": 1, "y": 1, "xanchor": "right", "yanchor": "top", "name": "key",
+            "showarrow": False, "font": {"size": 12, "color": th.muted}, "bgcolor": th.paper,
+        })
+    if annotations:
+        fig_layout["annotations"] = annotations
     return go.Figure(data=traces, layout=fig_layout)
 
 
