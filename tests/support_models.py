@@ -278,6 +278,34 @@ def build_vit() -> Example:
     return m, (_x(1, 3, 32, 32),), {}
 
 
+def build_whisper() -> Example:
+    """A small Whisper, the KV cache left on (its default): the cache is one output of eight tensors."""
+    from transformers import WhisperConfig, WhisperForConditionalGeneration
+
+    torch.manual_seed(0)
+    cfg = WhisperConfig(vocab_size=128, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
+                        decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, num_mel_bins=16,
+                        max_source_positions=16, max_target_positions=32, pad_token_id=0, bos_token_id=1,
+                        eos_token_id=2, decoder_start_token_id=1)
+    m = WhisperForConditionalGeneration(cfg).eval()
+    return m, (), {"input_features": _x(1, 16, 32), "decoder_input_ids": _ids(1, 4, 128)}
+
+
+def build_clip() -> Example:
+    """A small CLIPModel: a text and a vision tower side by side."""
+    from transformers import CLIPConfig, CLIPModel
+
+    torch.manual_seed(0)
+    cfg = CLIPConfig(text_config={"vocab_size": 128, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+                                  "num_attention_heads": 2, "max_position_embeddings": 16,
+                                  "bos_token_id": 0, "eos_token_id": 2, "pad_token_id": 1},
+                     vision_config={"image_size": 32, "patch_size": 8, "hidden_size": 32, "intermediate_size": 64,
+                                    "num_hidden_layers": 2, "num_attention_heads": 2}, projection_dim=16)
+    m = CLIPModel(cfg).eval()
+    return m, (), {"input_ids": _ids(1, 8, 128), "pixel_values": _x(1, 3, 32, 32),
+                   "attention_mask": torch.ones(1, 8, dtype=torch.long)}
+
+
 class TransformerModel(nn.Module):
     """nn.Transformer with embeddings and a head (sequence-to-sequence)."""
 

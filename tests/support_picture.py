@@ -138,3 +138,27 @@ def dark_rows(page: Any, clip: dict[str, float]) -> list[int]:
 
     shot = page.screenshot(clip=clip)
     return page.evaluate(_DARK_ROWS, base64.b64encode(shot).decode())
+
+
+def _inside(a: dict[str, Any], b: dict[str, Any], tol: float = 1.0) -> bool:
+    return b["x0"] - tol <= a["x0"] and a["x1"] <= b["x1"] + tol and b["y0"] - tol <= a["y0"] and a["y1"] <= b["y1"] + tol
+
+
+def label_faults(page: Any, dom_id: str) -> list[Any]:
+    """What breaks the picture's label rules at the current zoom, among the labels in the plot (empty: none):
+    two labels that overlap; an overview label that covers a box without lying inside it (a closed module's
+    name lies inside its own box); a box's own text that leaves its box."""
+    drawn = drawn_labels(page, dom_id)
+    labels = [lab for lab in drawn["labels"] if in_plot(lab, drawn["plot"])]
+    boxes = target_boxes(page, dom_id, "nodes:labels")
+    faults: list[Any] = [("overlap", a, b) for a, b in overlapping_pairs(labels)]
+    for lab in labels:
+        if lab["cls"].startswith("ov"):
+            if not any(_inside(lab, b) for b in boxes):
+                faults += [("overview over a box", lab["text"], b["id"]) for b in boxes if overlaps(lab, b)]
+        elif lab["cls"].startswith(("t ", "s ")):
+            cx, cy = (lab["x0"] + lab["x1"]) / 2, (lab["y0"] + lab["y1"]) / 2
+            own = next((b for b in boxes if b["x0"] <= cx <= b["x1"] and b["y0"] <= cy <= b["y1"]), None)
+            if own is None or not _inside(lab, own, 0.5):
+                faults.append(("out of its box", lab["text"], own and own["id"]))
+    return faults

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 import torch
-from support_picture import dark_rows, drawn_labels
+from support_models import build_clip, build_whisper
+from support_picture import dark_rows, drawn_labels, label_faults
 from support_render import TinyNet, grid_case
 
 from torchvista_dash import trace_model
@@ -211,5 +212,32 @@ def test_a_big_view_is_tiles_and_a_label_across_their_border_is_drawn_whole(brow
         for left, right in ((label["x0"], left_end), (right_start, label["x1"])):
             rows = dark_rows(page, {"x": left, "y": label["y0"], "width": right - left, "height": h})
             assert len(rows) >= h / 3, (left, right, rows)
+    finally:
+        ctx.close()
+
+
+@pytest.mark.parametrize("build", [build_whisper, build_clip], ids=["whisper", "clip"])
+def test_real_models_labels_never_collide_at_any_zoom(browser, tmp_path, build):
+    """Whisper with its KV cache on (eight cache edges side by side, each with a shape) and CLIP (two towers),
+    from their configs, at their default view: at the start and zoomed out 1.5× to 16× about the centre, no
+    drawn label overlaps another, no overview label covers a box it does not lie in, no box text leaves its
+    box (DOM geometry of the drawn picture); zoomed out, the overview names something."""
+    m, args, kwargs = build()
+    t = trace_model(m, args, kwargs)
+    ctx, page = _open_figure(browser, t.figure(), tmp_path / "model.html")
+    try:
+        assert drawn_labels(page, HTML_DIV_ID)["labels"]
+        ranges = page.evaluate("(id) => { const fl = document.getElementById(id)._fullLayout;"
+                               " return [fl.xaxis.range.slice(), fl.yaxis.range.slice()]; }", HTML_DIV_ID)
+        kinds = set()
+        for f in (1.0, 1.5, 2.0, 3.0, 4.0, 8.0, 16.0):
+            (x0, x1), (y0, y1) = ranges
+            cx, cy, hx, hy = (x0 + x1) / 2, (y0 + y1) / 2, (x1 - x0) * f / 2, (y1 - y0) * f / 2
+            page.evaluate("(a) => Plotly.relayout(a[0], {'xaxis.range': [a[1], a[2]], 'yaxis.range': [a[3], a[4]]})",
+                          [HTML_DIV_ID, cx - hx, cx + hx, cy - hy, cy + hy])
+            page.wait_for_timeout(150)
+            assert label_faults(page, HTML_DIV_ID) == [], f
+            kinds |= {lab["cls"].split()[0] for lab in drawn_labels(page, HTML_DIV_ID)["labels"]}
+        assert {"el", "t", "ov"} <= kinds, kinds
     finally:
         ctx.close()

@@ -7,8 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import torch
-from support_models import build_gpt2
+from support_models import build_clip, build_gpt2, build_whisper
 
 from torchvista_dash import trace_model
 from torchvista_dash.demos import demo_trace
@@ -18,28 +17,15 @@ from torchvista_dash.render.figure import NOMINAL_PLOT_PX, PAD
 from torchvista_dash.render.labels import Boxes, edge_labels, header_rect, header_text, place_overview
 
 
-def _whisper() -> Any:
-    """A small Whisper from its config (random weights), the KV cache left on, as a user traces it."""
-    from transformers import WhisperConfig, WhisperForConditionalGeneration
-
-    torch.manual_seed(0)
-    cfg = WhisperConfig(vocab_size=128, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
-                        decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, num_mel_bins=16,
-                        max_source_positions=16, max_target_positions=32, pad_token_id=0, bos_token_id=1,
-                        eos_token_id=2, decoder_start_token_id=1)
-    model = WhisperForConditionalGeneration(cfg).eval()
-    ids = torch.randint(0, 128, (1, 4), generator=torch.Generator().manual_seed(0))
-    return trace_model(model, (), {"input_features": torch.randn(1, 16, 32), "decoder_input_ids": ids})
-
-
-def _gpt2() -> Any:
-    m, args, kwargs = build_gpt2()
+def _traced(build: Any) -> Any:
+    m, args, kwargs = build()
     return trace_model(m, args, kwargs)
 
 
 VIEWS = {
-    "whisper": lambda: (_whisper(), {}),
-    "gpt2 every op": lambda: (_gpt2(), {"depth": None, "fold_repeats": False}),
+    "whisper": lambda: (_traced(build_whisper), {}),
+    "clip": lambda: (_traced(build_clip), {}),
+    "gpt2 every op": lambda: (_traced(build_gpt2), {"depth": None, "fold_repeats": False}),
     "gpt demo every op": lambda: (demo_trace("gpt"), {"depth": None, "fold_repeats": False}),
     "transformer demo": lambda: (demo_trace("transformer"), {"depth": 2}),
 }
