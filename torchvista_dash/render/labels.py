@@ -81,7 +81,8 @@ def _meets(a: Box, b: Box) -> bool:
 
 
 class Boxes:
-    """Boxes in a grid of ``cell``-point squares: which ones a rectangle meets, without a scan of all of them."""
+    """Boxes in a grid of ``cell``-point squares: which ones a rectangle meets, without a scan of all of them
+    (the cell about the size of the rectangles asked about)."""
 
     def __init__(self, cell: float, boxes: Iterable[Box] = ()) -> None:
         self.cell = cell
@@ -91,19 +92,20 @@ class Boxes:
 
     def _keys(self, r: Box) -> list[tuple[int, int]]:
         c = self.cell
-        return [(i, j) for i in range(int(r[0] // c), int(r[2] // c) + 1) for j in range(int(r[1] // c), int(r[3] // c) + 1)]
+        i0, i1, j0, j1 = int(r[0] // c), int(r[2] // c), int(r[1] // c), int(r[3] // c)
+        if i0 == i1 and j0 == j1:
+            return [(i0, j0)]
+        return [(i, j) for i in range(i0, i1 + 1) for j in range(j0, j1 + 1)]
 
     def add(self, b: Box) -> None:
         for key in self._keys(b):
             self.grid.setdefault(key, []).append(b)
 
     def meeting(self, r: Box) -> list[Box]:
-        out: dict[Box, None] = {}
-        for key in self._keys(r):
-            for b in self.grid.get(key, ()):
-                if _meets(b, r):
-                    out[b] = None
-        return list(out)
+        keys = self._keys(r)
+        if len(keys) == 1:
+            return [b for b in self.grid.get(keys[0], ()) if _meets(b, r)]
+        return list(dict.fromkeys(b for key in keys for b in self.grid.get(key, ()) if _meets(b, r)))
 
     def meets(self, r: Box) -> bool:
         return any(_meets(b, r) for key in self._keys(r) for b in self.grid.get(key, ()))
@@ -153,10 +155,20 @@ def _names(label: str, parent_label: str | None) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+class _Few(NamedTuple):
+    """A few boxes, read by a scan (cheaper than a grid for a cluster's handful of children)."""
+
+    boxes: list[Box]
+
+    def meeting(self, r: Box) -> list[Box]:
+        return [b for b in self.boxes if _meets(b, r)]
+
+
 class _Region(NamedTuple):
     depth: int
     box: Box          # the module's cluster, or its closed box
     outers: tuple[Box, ...]   # the clusters it is in, innermost first, and the canvas
+    kids: tuple[Boxes | _Few, ...]   # what lies directly in it (boxes, clusters), then directly in each outer
     names: list[str]
     ems: list[float]  # their widths in em (bold)
     closed: bool      # a closed module box (its label goes inside it, over nothing else)
@@ -208,40 +220,54 @@ def place_overview(vg: VisibleGraph, layout: Layout, ext: Box
         return [], []
     labels = {c.id: c.label for c in vg.clusters}
     depth = cluster_depths(vg, layout)
-    def outers(parent: str | None) -> tuple[Box, ...]:
-        out: list[Box] = []
-        while parent is not None and parent in layout.clusters and len(out) < 64:
-            out.append(layout.clusters[parent])
-            parent = layout.parent.get(parent)
-        return (*out, ext)
+    # what lies directly in each cluster (None: on the canvas): everything deeper lies in one of those clusters,
+    # so a name clear of these is clear of every box and cluster there
+    lists: dict[str | None, list[Box]] = {}
+    for vid, box in (*layout.nodes.items(), *layout.clusters.items()):
+        par = layout.parent.get(vid)
+        lists.setdefault(par if par in layout.clusters else None, []).append(box)
+    kids = {k: _Few(v) if len(v) <= 32 else Boxes(400.0, v) for k, v in lists.items()}
+    nothing = _Few([])
 
-    regions: list[_Region] = []
-    for cl in vg.clusters:
-        names = _names(cl.label, labels.get(cl.parent or ""))
-        regions.append(_Region(depth[cl.id], layout.clusters[cl.id], outers(cl.parent), names,
-                               [bold_em(t) for t in names], False))
-    for vn in vg.nodes:
-        if vn.kind in ("module", "folded"):
-            d = depth.get(vn.parent, -1) + 1 if vn.parent else 0
-            names = _names(vn.label, labels.get(vn.parent or ""))
-            regions.append(_Region(d, layout.nodes[vn.id], outers(vn.parent), names, [bold_em(t) for t in names],
-                                   True))
+    def region(vid: str, box: Box, parent: str | None, closed: bool, d: int, label: str) -> _Region:
+        names = _names(label, labels.get(parent or ""))
+        outer: list[Box] = []
+        inner: list[Boxes | _Few] = [nothing if closed else kids.get(vid, nothing)]
+        while parent is not None and parent in layout.clusters and len(outer) < 64:
+            outer.append(layout.clusters[parent])
+            inner.append(kids.get(parent, nothing))
+            parent = layout.parent.get(parent)
+        return _Region(d, box, (*outer, ext), (*inner, kids.get(None, nothing)), names, [bold_em(t) for t in names],
+                       closed)
+
+    regions = [region(cl.id, layout.clusters[cl.id], cl.parent, False, depth[cl.id], cl.label) for cl in vg.clusters]
+    regions += [region(vn.id, layout.nodes[vn.id], vn.parent, True, depth.get(vn.parent, -1) + 1 if vn.parent else 0,
+                       vn.label) for vn in vg.nodes if vn.kind in ("module", "folded")]
     regions.sort(key=lambda r: (r.depth, -r.box[3], r.box[0]))
-    nodes = Boxes(150.0, layout.nodes.values())
-    clusters = Boxes(400.0, layout.clusters.values())
     out: list[Placed] = []
     ranges: list[tuple[int, float, float]] = []
+    blocked: dict[tuple[int, int, int], float] = {}    # (region, place, name) → the font size it did not fit at
     hi = LOD_SCALE["m"]
     for k, s in enumerate(bands):
         f = OVERVIEW_PX / s          # the font size in points that is OVERVIEW_PX on screen at the band's low end
         hgt, m = f * 1.3, 3.0 / s     # a line's height; the halo, 3 px
         taken = Boxes(hgt * 4)
-        for r in regions:
+        for ri, r in enumerate(regions):
             if r.box[3] - r.box[1] < hgt:      # a name never stands for a region smaller than itself
                 continue
             # the first place that holds a form of its name, the longest form there
-            found = next(((t, em * f, spot) for where in _PLACES for t, em in zip(r.names, r.ems, strict=True)
-                          if (spot := where(r, em * f, hgt, m, nodes, clusters, taken)) is not None), None)
+            found = None
+            for ni, (t, em) in enumerate(zip(r.names, r.ems, strict=True)):
+                if blocked.get((ri, -1, ni), f + 1.0) <= f:
+                    continue
+                spot = _inside(r, em * f, hgt, m, taken)
+                if spot is BLOCKED:
+                    blocked[(ri, -1, ni)] = f
+                elif spot is not None:
+                    found = (t, em * f, spot)
+                    break
+            if found is None and not r.closed:
+                found = _outside(r, ri, f, hgt, m, taken, blocked)
             if found is None:
                 continue
             text, tw, rect = found
@@ -254,69 +280,73 @@ def place_overview(vg: VisibleGraph, layout: Layout, ext: Box
     return out, ranges
 
 
-def _inside(r: _Region, tw: float, hgt: float, m: float, nodes: Boxes, clusters: Boxes, taken: Boxes
-            ) -> Box | None:
+BLOCKED: Box = (0.0, 0.0, 0.0, 0.0)    # no room for a name of that size among the boxes and clusters alone
+
+
+def _inside(r: _Region, tw: float, hgt: float, m: float, taken: Boxes) -> Box | None:
     """A name ``tw`` × ``hgt`` points inside region ``r``: a closed box's in its middle, an open cluster's on
-    the highest of its rows where no box, cluster inside it or name is (``place_overview``)."""
+    the highest of its first rows where no box, cluster inside it or name is (``place_overview``); BLOCKED
+    when the boxes and clusters alone leave it no room (a larger name then has none either, or hardly: its
+    rows reach a little deeper)."""
     x0, y0, x1, y1 = r.box
     if tw + 2 * m > x1 - x0:
-        return None
+        return BLOCKED
     if r.closed:        # inside its own box, which nothing else covers: only other names can be in the way
         if y1 - y0 < hgt:
-            return None
+            return BLOCKED
         cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
         rect = (cx - tw / 2, cy - hgt / 2, cx + tw / 2, cy + hgt / 2)
         return None if taken.meets(rect) else rect
-    top = y1 - m
+    top, room = y1 - m, False
     for _ in range(OVERVIEW_ROWS):
         if top - hgt < y0 + m:
             break
-        band = (x0 + m, top - hgt - m, x1 - m, top + m)
-        inner = [c for c in clusters.meeting(band) if not _holds(c, r.box)]     # the clusters inside it
-        blocks = [(b[0] - m, b[1], b[2] + m, b[3]) for b in nodes.meeting(band) + taken.meeting(band) + inner]
-        x = _free_x(x0 + m, x1 - m, tw, blocks)
-        if x is not None:
-            return (x, top - hgt, x + tw, top)
+        lo, hi = top - hgt - m, top + m
+        row = (x0 + m, lo, x1 - m, hi)
+        blocks = [(b[0] - m, b[1], b[2] + m, b[3]) for b in r.kids[0].meeting(row)]
+        if _free_x(x0 + m, x1 - m, tw, blocks) is not None:
+            room = True
+            blocks += [(b[0] - m, b[1], b[2] + m, b[3]) for b in taken.meeting(row)]
+            x = _free_x(x0 + m, x1 - m, tw, blocks)
+            if x is not None:
+                return (x, top - hgt, x + tw, top)
         top -= hgt / 2
+    return None if room else BLOCKED
+
+
+def _outside(r: _Region, ri: int, f: float, hgt: float, m: float, taken: Boxes,
+             blocked: dict[tuple[int, int, int], float]) -> tuple[str, float, Box] | None:
+    """An open cluster's name outside it: just above it within its parent, else level with its top right of
+    it within its parent, else right of its parent (a stack of layers as wide as their parent: their names in
+    the margin beside it); clear of names and of what lies in that parent. A place that the boxes and clusters
+    there leave no room in at font size ``f`` has none at a larger one either (the name only grows about the
+    same corner): ``blocked`` remembers it across the bands, which come in growing sizes."""
+    x0, _, x1, y1 = r.box
+    places = [(0, (x0, y1 + m + hgt), r.outers[0], r.kids[1])]                        # (where, top left corner, ...)
+    places += [(1 + i, (edge[2], y1 - m), within, inside)
+               for i, (edge, within, inside) in enumerate(zip((r.box, *r.outers[:-1]), r.outers[:2], r.kids[1:3],
+                                                               strict=False))]
+    for pi, (left, top), within, inside in places:
+        for ni, (text, em) in enumerate(zip(r.names, r.ems, strict=True)):
+            if blocked.get((ri, pi, ni), f + 1.0) <= f:
+                continue
+            tw = em * f
+            rect = (left + m, top - hgt, left + m + tw, top)
+            fits = _fits(rect, within, inside, r.box, m)
+            if not fits:
+                blocked[(ri, pi, ni)] = f
+            elif not taken.meets((rect[0] - m, rect[1] - m, rect[2] + m, rect[3] + m)):
+                return text, tw, rect
     return None
 
 
-def _above(r: _Region, tw: float, hgt: float, m: float, nodes: Boxes, clusters: Boxes, taken: Boxes
-           ) -> Box | None:
-    """Just above an open cluster, within its parent."""
-    if r.closed:
-        return None
-    x0, _, _, y1 = r.box
-    rect = (x0 + m, y1 + m, x0 + m + tw, y1 + m + hgt)
-    return rect if _clear(rect, r.outers[0], r.box, m, nodes, clusters, taken) else None
-
-
-def _beside(r: _Region, tw: float, hgt: float, m: float, nodes: Boxes, clusters: Boxes, taken: Boxes
-            ) -> Box | None:
-    """Level with an open cluster's top, right of it within its parent, else right of its parent (a stack of
-    layers as wide as their parent: their names in the margin beside it)."""
-    if r.closed:
-        return None
-    y1 = r.box[3]
-    for edge, within in list(zip((r.box, *r.outers[:-1]), r.outers, strict=True))[:2]:
-        rect = (edge[2] + m, y1 - m - hgt, edge[2] + m + tw, y1 - m)
-        if _clear(rect, within, r.box, m, nodes, clusters, taken):
-            return rect
-    return None
-
-
-_PLACES = (_inside, _above, _beside)
-
-
-def _clear(rect: Box, within: Box, own: Box, m: float, nodes: Boxes, clusters: Boxes, taken: Boxes) -> bool:
-    """A name set at ``rect`` for the region ``own``, outside it: inside ``within``, clear of boxes, names and
-    clusters other than those that hold ``own``."""
+def _fits(rect: Box, within: Box, inside: Boxes | _Few, own: Box, m: float) -> bool:
+    """A name set at ``rect`` for the region ``own``, outside it: inside ``within``, clear of what lies directly
+    in ``within`` (``inside``: boxes and clusters) but for what holds ``own``."""
     if rect[0] < within[0] + m or rect[2] > within[2] - m or rect[1] < within[1] + m or rect[3] > within[3] - m:
         return False
     clear = (rect[0] - m, rect[1] - m, rect[2] + m, rect[3] + m)
-    if nodes.meets(clear) or taken.meets(clear):
-        return False
-    return all(_holds(c, own) for c in clusters.meeting(clear))
+    return all(_holds(b, own) for b in inside.meeting(clear))
 
 
 def overview_css(ranges: list[tuple[int, float, float]]) -> Callable[[float], str]:
