@@ -171,3 +171,8 @@ def test_colouring_by_bytes_draws_edges_as_wide_as_their_tensors(tmp_path: Path)
     assert set(EDGE_WIDTHS) < drawn                   # the lightest, the heaviest and some between
     plain = t.export(tmp_path / "plain.svg", depth=None).read_text()
     assert not {float(w) for w in re.findall(r'class="edge">.*?stroke-width="([0-9.]+)"', plain, flags=re.S)} - {1.2}
+    # the interactive figure's picture too (each such edge its own path: one layer's edges are joined per tile)
+    picture = _svg(t.figure(color_by="bytes", depth=None))
+    own = {float(w) for w in re.findall(r'class="e" style="stroke-width:([0-9.]+)px"', picture)}
+    assert own == {w for w in widths.values()} and set(EDGE_WIDTHS) < own
+    assert 'class="e" style="stroke-width' not in _svg(t.figure(color_by="flops", depth=None))   # bytes only

@@ -166,10 +166,14 @@ def _shape(cv: _Canvas, shape: str, box: Box, cls: str, style: str = "") -> str:
 
 # The picture's layers, bottom to top: (how a tile joins its elements, the class of a joined path).
 LAYER_KINDS: tuple[tuple[str, str], ...] = (
-    ("elem", ""), ("path", "e"), ("path", "e ep"), ("path", "a"),   # clusters, edges, parameter edges, arrows
-    ("elem", ""), ("elem", ""), ("elem", ""), ("elem", ""), ("elem", ""),   # boxes, edge labels, labels, headers,
-)                                                                           # overview labels
-_CLUSTERS, _EDGES, _PARAM_EDGES, _ARROWS, _BOXES, _EDGE_LABELS, _LABELS, _HEADS, _OVERVIEW = range(9)
+    ("elem", ""),                 # clusters
+    ("path", "e"),                # edges
+    ("path", "e ep"),             # parameter edges
+    ("elem", ""),                 # edges of their own width (colour by bytes)
+    ("path", "a"),                # arrows
+    ("elem", ""), ("elem", ""), ("elem", ""), ("elem", ""), ("elem", ""),   # boxes, edge labels, labels,
+)                                                                           # headers, overview labels
+_CLUSTERS, _EDGES, _PARAM_EDGES, _WIDE_EDGES, _ARROWS, _BOXES, _EDGE_LABELS, _LABELS, _HEADS, _OVERVIEW = range(10)
 
 
 class Piece(NamedTuple):
@@ -224,8 +228,15 @@ def _items(vg: VisibleGraph, layout: Layout, th: Theme, ext: Box, *, labels: boo
             continue
         b = _bbox(ed.points)
         grown = (b[0] - 2, b[1] - 2, b[2] + 2, b[3] + 2)
-        layer = _PARAM_EDGES if kind_of.get(ed.src) in ("parameter", "constant") else _EDGES
-        layers[layer].append((grown, cv.path(ed.points, False)))
+        width = paint.edge_widths.get((ed.src, ed.dst))
+        if width is not None:       # its own element: the edges of one layer are joined into one path per tile
+            pad = width / 2 + 1
+            layers[_WIDE_EDGES].append(((b[0] - pad, b[1] - pad, b[2] + pad, b[3] + pad),
+                                        f'<path d="{cv.path(ed.points, False)}" class="e" '
+                                        f'style="stroke-width:{_n(width)}px"/>'))
+        else:
+            layer = _PARAM_EDGES if kind_of.get(ed.src) in ("parameter", "constant") else _EDGES
+            layers[layer].append((grown, cv.path(ed.points, False)))
         head = shapes.arrowhead(ed.points)
         if head:
             hb = _bbox(head)
