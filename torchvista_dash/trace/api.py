@@ -21,7 +21,8 @@ from torch.nn.modules import module as nn_module
 from ..graph import ErrorInfo, Graph
 from .build import finish
 from .cost import FlopMeter, time_ops
-from .recorder import Recorder, RecordingMode, in_chain
+from .failed import failed_node, in_chain, record_rejected
+from .recorder import Recorder, RecordingMode
 from .rejected import rejected_call
 from .state import ModelState, quiet_lazy_init
 from .structure import bind_arg_names, check_inputs, iter_tensors
@@ -150,11 +151,11 @@ def _finalize(rec: Recorder, model_name: str, error: BaseException | None,
     err_info = None
     if error is not None:
         # the op whose exception escaped (ops that raised and were caught by the model leave no node)
-        error_node = rec.failed_node(error)
+        error_node = failed_node(rec, error)
         if error_node is None:         # a torch call that rejected its arguments never reached the mode
             call = rejected_call(error)
             if call is not None:
-                error_node = rec.record_rejected(call, error)
+                error_node = record_rejected(rec, call, error)
         failed_calls = {cid for cid, exc in rec.failed_exits if in_chain(exc, error)}
         if error_node is not None:
             failed_calls.update(_ancestors(rec, rec.nodes[-1].parent))

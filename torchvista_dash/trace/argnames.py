@@ -75,8 +75,17 @@ def entry(func: Any) -> _Names:
 
 def items_for(e: _Names, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``items`` for a function whose ``entry`` is ``e``."""
+    return zip(*split(e, args, kwargs))  # noqa: B905 - names may be longer than the values
+
+
+def split(e: _Names, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[str, ...], Any]:
+    """``items_for`` as (names, values): names may run longer than the values (pair them with ``zip``).
+
+    The recorder keeps the names and pairs them after the pass: in the common case (one overload, no
+    extra arguments, no keywords) this is the function's own names tuple and ``args`` itself, nothing new.
+    """
     if e.overloads is None and len(args) <= len(e.names):
-        pairs: Any = zip(e.names, args)  # noqa: B905 - names may be longer than args
+        names, values = e.names, args
     else:
         key = tuple(map(type, args))        # the types, not their kinds: no Python call per argument
         p = e.plans.get(key)
@@ -85,10 +94,12 @@ def items_for(e: _Names, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
             if len(e.plans) < _MAX_PLANS:
                 e.plans[key] = p
         if p.merge is None:
-            pairs = zip(p.names, args)  # noqa: B905 - as long as args
-        else:
-            pairs = [*zip(p.names, args), (p.star, args[p.merge:])]  # noqa: B905 - the first `merge` args
-    return [*pairs, *kwargs.items()] if kwargs else pairs
+            names, values = p.names, args
+        else:                                    # the first `merge` args, then the rest as one
+            names, values = (*p.names[:p.merge], p.star), (*args[:p.merge], args[p.merge:])
+    if kwargs:
+        return (*names[:len(values)], *kwargs), (*values, *kwargs.values())
+    return names, values
 
 
 def _plan(e: _Names, types: tuple[type, ...]) -> _Names:

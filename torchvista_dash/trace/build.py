@@ -13,6 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..graph import Edge, Node
+from .describe import clip
+from .facts import new_edge
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from .recorder import Recorder
@@ -40,35 +42,76 @@ def finish(rec: Recorder) -> None:
                                   "outputs": outputs, "flops": 0, "time_ms": None})
             nodes[i] = node
         else:
-            nid, name, parent, rargs, source, params, outputs, flops, _ = r
-            # the same arguments (and parameters) recur across layers and traces: one shared tuple for each
-            rt = args_text(rargs)
-            pt = tuple(params)
-            if pt:
-                pt = _SHARED.setdefault(pt, pt)
+            nid, name, parent, names, values, source, outputs, flops = r
+            args, params = op_texts(names, values)
             node = _new(Node)
             node.__dict__.update({"id": nid, "kind": "op", "name": name, "parent": parent, "error": None,
-                                  "args": rt, "source": source_text(source), "params": pt,
+                                  "args": args, "source": source_text(source), "params": params,
                                   "outputs": outputs, "flops": flops, "time_ms": None})
             nodes[i] = node
     edges: list[Any] = []
     append = edges.append
     for x in rec.edges:
-        if type(x) is tuple:
-            nid = x[0]
-            for e, p in x[8]:
-                edge = _new(Edge)
-                edge.__dict__.update({"src": e[1], "dst": nid, "tensor": e[2], "meta": e[3], "dst_arg": p})
-                append(edge)
-        else:
+        if type(x) is not tuple:
             append(x)
+            continue
+        nid = x[0]
+        for pos, v in enumerate(x[4]):
+            tv = type(v)
+            if tv is tuple:          # a tensor's producer entry
+                edge = _new(Edge)
+                edge.__dict__.update({"src": v[1], "dst": nid, "tensor": v[2], "meta": v[3], "dst_arg": pos})
+                append(edge)
+            elif tv is list:         # a list holding tensors (torch.cat's): one edge each, at the list's position
+                for e in v:
+                    if type(e) is tuple:
+                        edge = _new(Edge)
+                        edge.__dict__.update({"src": e[1], "dst": nid, "tensor": e[2], "meta": e[3], "dst_arg": pos})
+                        append(edge)
     rec.edges = edges
 
 
-def args_text(rargs: list[tuple[Any, ...]]) -> tuple[tuple[str, str], ...]:
-    """An op's (name, text) arguments; a scalar was kept as (name, value, None) and is written here. Shared."""
-    rt = tuple([x if len(x) == 2 else (x[0], repr(x[1])) for x in rargs])
-    return _SHARED.setdefault(rt, rt)
+def op_texts(names: tuple[str, ...], values: list[Any]) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """An op's (name, text) arguments and the parameters among its inputs, from what ``record`` kept: a
+    producer entry (a tensor), a list of entries and texts, a scalar (written here) or a text. Both shared."""
+    args: list[tuple[str, str]] = []
+    params: list[str] = []
+    for k, v in zip(names, values):  # noqa: B905 - names may be longer than the values
+        tv = type(v)
+        if tv is tuple:
+            args.append((k, v[4]))
+            if v[5] is not None:
+                params.append(v[5])
+        elif tv is str:
+            args.append((k, v))
+        elif tv is list:
+            parts = []
+            for e in v:
+                if type(e) is tuple:
+                    parts.append(e[4])
+                    if e[5] is not None:
+                        params.append(e[5])
+                else:
+                    parts.append(e)
+            args.append((k, clip("[" + ", ".join(parts) + "]")))
+        else:
+            args.append((k, repr(v)))
+    at = tuple(args)
+    at = _SHARED.setdefault(at, at)
+    if not params:
+        return at, ()
+    pt = tuple(params)
+    return at, _SHARED.setdefault(pt, pt)
+
+
+def op_edges(nid: str, values: list[Any]) -> list[Edge]:
+    """The Edges into op ``nid`` from the producer entries among its argument values."""
+    out = []
+    for pos, v in enumerate(values):
+        for e in (v if type(v) is list else (v,)):
+            if type(e) is tuple:
+                out.append(new_edge({"src": e[1], "dst": nid, "tensor": e[2], "meta": e[3], "dst_arg": pos}))
+    return out
 
 
 def source_text(source: Any) -> str | None:

@@ -33,6 +33,23 @@ def tensor_meta(t: torch.Tensor) -> tuple[TensorMeta, str, tuple[TensorMeta]]:
     return m
 
 
+# "n:i" and "n:i/0" (a node's id and its first output's name) for the first node indices, made once for the
+# process and shared by every trace (each numbers its nodes from 0): no new strings per op.
+NODE_IDS: list[str] = []
+FIRST_OUTS: list[str] = []
+_MAX_IDS = 100_000
+
+
+def node_ids(i: int) -> tuple[str, str]:
+    """The id of node ``i`` and the name of its first output (after the shared ones run out: new ones)."""
+    if i >= _MAX_IDS:
+        return f"n:{i}", f"n:{i}/0"
+    start = len(NODE_IDS)
+    NODE_IDS.extend([f"n:{k}" for k in range(start, min(max(i + 1, 2 * start, 1024), _MAX_IDS))])
+    FIRST_OUTS.extend([f"{nid}/0" for nid in NODE_IDS[start:]])
+    return NODE_IDS[i], FIRST_OUTS[i]
+
+
 _CLASS_INFO: dict[type, tuple[str, bool, bool]] = {}
 _ATTR_TYPES = (bool, int, float)
 _UNINITIALIZED = torch.nn.parameter.UninitializedTensorMixin

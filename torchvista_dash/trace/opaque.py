@@ -25,7 +25,7 @@ def opaque_call(rec: Recorder, cid: str, site: str | None, module: Any, args: An
     rargs: list[tuple[str, str]] = []
     pending: list[tuple[str, str, TensorMeta, int]] = []
     for i, t in enumerate(flat_tensors(list(args))):
-        _, src, tname, meta, text = rec.lookup(t, cid)
+        _, src, tname, meta, text, _ = rec.lookup(t, cid)
         pending.append((src, tname, meta, i))
         rargs.append((str(i), text))
     nid = f"n:{len(rec.nodes)}"
@@ -33,7 +33,7 @@ def opaque_call(rec: Recorder, cid: str, site: str | None, module: Any, args: An
     for i, t in enumerate(flat_tensors(result)):
         meta, text, _ = tensor_meta(t)
         metas.append(meta)
-        rec.producer[id(t)] = (weakref.ref(t), nid, f"{nid}/{i}", meta, text)
+        rec.producer[id(t)] = (weakref.ref(t), nid, f"{nid}/{i}", meta, text, rec.param_names.get(id(t)))
     rec.nodes.append(new_node({
         "id": nid, "kind": "op", "name": name, "parent": cid, "error": None, "args": tuple(rargs),
         "source": site, "params": (), "outputs": tuple(metas)}))
@@ -45,7 +45,7 @@ def pass_through(rec: Recorder, cid: str, site: str | None, result: Any) -> None
     """A call that ran no op but returned tensors it was given (``nn.Identity``, a drop-path at rate 0)
     gets one node that hands them on, so the call has a box and the tensors visibly pass through it."""
     seen: set[int] = set()
-    got: list[tuple[Any, tuple[Any, str, str, TensorMeta, str]]] = []
+    got: list[tuple[Any, tuple[Any, ...]]] = []
     for t in flat_tensors(result):
         e = rec.producer.get(id(t))
         if e is not None and e[0]() is t and id(t) not in seen:
@@ -60,5 +60,5 @@ def pass_through(rec: Recorder, cid: str, site: str | None, result: Any) -> None
         "outputs": tuple(e[3] for _, e in got)}))
     for i, (t, e) in enumerate(got):
         rec.edges.append(new_edge({"src": e[1], "dst": nid, "tensor": e[2], "meta": e[3], "dst_arg": i}))
-        rec.producer[id(t)] = (e[0], nid, f"{nid}/{i}", e[3], e[4])
+        rec.producer[id(t)] = (e[0], nid, f"{nid}/{i}", e[3], e[4], e[5])
 

@@ -6,7 +6,8 @@ call), tensor metadata and its text interned per (shape, dtype, device), per-fun
 names, in-place) in one lookup, and each op kept as a raw tuple whose Node and Edges ``build.finish`` makes
 after the pass; module facts are read after the pass too (``read_facts``). Tensors are mapped to the node
 that produced them through an id-keyed dict whose entries hold a weak reference to the tensor (checked
-on lookup), so nothing is written onto the user's tensors and nothing keeps them alive.
+on lookup), so nothing is written onto the user's tensors and nothing keeps them alive. An entry also names
+the parameter the tensor is (or None), so an op's parameters are read from its inputs' entries after the pass.
 """
 
 from __future__ import annotations
@@ -23,11 +24,20 @@ from torch.overrides import TorchFunctionMode
 
 from ..graph import ModuleCall, TensorMeta, call_id_for
 from .argnames import entry as arg_entry
-from .argnames import items_for as arg_items
-from .build import args_text, source_text
+from .argnames import split as arg_split
 from .cost import FlopMeter
-from .describe import IN_PLACE_NONE_RETURN, clip, func_name, short_repr, source_path
-from .facts import METAS, ModelFacts, fast_factory, new_edge, new_node, tensor_meta
+from .describe import IN_PLACE_NONE_RETURN, func_name, short_repr, source_path
+from .facts import (
+    FIRST_OUTS,
+    METAS,
+    NODE_IDS,
+    ModelFacts,
+    fast_factory,
+    new_edge,
+    new_node,
+    node_ids,
+    tensor_meta,
+)
 from .opaque import opaque_call, pass_through
 from .structure import flat_tensors
 
@@ -42,6 +52,8 @@ _NO_KWARGS: dict[str, Any] = {}      # shared, never written: most calls have no
 # func -> (name, writes into its first argument by its name (add_, __iadd__), returns None after writing into
 # it (__setitem__), its parameter names (argnames)): found once per function, one lookup per op
 _INFO: dict[Any, tuple[str, bool, bool, Any]] = {}
+_ref = weakref.ref
+Entry = tuple[Any, str, str, TensorMeta, str, "str | None"]
 
 
 def _func_info(func: Any, keep: bool) -> tuple[str, bool, bool, Any]:
@@ -71,10 +83,11 @@ class Recorder:
         # Node/Edge objects, and for each op recorded raw its tuple in both lists until ``build.finish``
         self.nodes: list[Any] = []
         self.edges: list[Any] = []
-        # id(tensor) -> (weakref to it, node id, tensor name "n:i/k", meta, text): who holds its value now
-        self.producer: dict[int, tuple[Any, str, str, TensorMeta, str]] = {}
+        # id(tensor) -> (weakref to it, node id, tensor name "n:i/k", meta, text, the parameter it is or None):
+        # who holds its value now
+        self.producer: dict[int, Entry] = {}
         # (id(parameter), innermost call) -> the same entry for that call's node of the parameter
-        self.param_nodes: dict[tuple[int, str | None], tuple[Any, str, str, TensorMeta, str]] = {}
+        self.param_nodes: dict[tuple[int, str | None], Entry] = {}
         self.calls: list[tuple[str, str, int, str | None, int, int]] = []   # id, qualname, module, parent, k, depth
         self.stack: list[str] = []
         self.sites: list[str | None] = []    # per open call: where a built-in module was called from
@@ -165,9 +178,9 @@ class Recorder:
             f = f.f_back
         return None
 
-    def lookup(self, t: torch.Tensor, parent: str | None) -> tuple[Any, str, str, TensorMeta, str]:
-        """The producer entry (weak reference, node id, tensor name, meta, text) of the value ``t`` holds now;
-        parameters/constants get a node on first use.
+    def lookup(self, t: torch.Tensor, parent: str | None) -> Entry:
+        """The producer entry (weak reference, node id, tensor name, meta, text, parameter) of the value ``t``
+        holds now; parameters/constants get a node on first use.
 
         A parameter (or buffer) gets one node in each innermost call that reads it: it belongs to its module,
         not to the first call that used it, so calls sharing a weight (a module called twice, a tied
@@ -183,9 +196,9 @@ class Recorder:
             if e is not None and e[0]() is t:
                 return e
         meta, text, outputs = self.param_metas.get(id(t)) or tensor_meta(t)
-        nid = f"n:{len(self.nodes)}"
+        nid, tname = node_ids(len(self.nodes))
         self.nodes.append((nid, q, parent, outputs))      # its Node is made by ``build.finish``
-        entry = (weakref.ref(t), nid, nid + "/0", meta, text)
+        entry = (_ref(t), nid, tname, meta, text, q)
         if q is None:
             self.producer[id(t)] = entry
         else:
@@ -202,25 +215,26 @@ class Recorder:
                 self.nodes[idx] = dataclasses.replace(node, name=f"{node.name}, {name}")
                 return
         meta, text, _ = tensor_meta(t)
-        nid = f"n:{len(self.nodes)}"
+        nid, tname = node_ids(len(self.nodes))
         self.nodes.append(new_node({"id": nid, "kind": "input", "name": name, "parent": None, "error": None,
                                      "args": (), "source": None, "params": (), "outputs": (meta,)}))
-        self.producer[id(t)] = (weakref.ref(t), nid, nid + "/0", meta, text)
+        self.producer[id(t)] = (_ref(t), nid, tname, meta, text, self.param_names.get(id(t)))
 
     def add_output(self, name: str, t: torch.Tensor) -> None:
-        _, src, tname, meta, _ = self.lookup(t, None)
-        nid = f"n:{len(self.nodes)}"
+        e = self.lookup(t, None)
+        nid = node_ids(len(self.nodes))[0]
         self.nodes.append(new_node({"id": nid, "kind": "output", "name": name, "parent": None, "error": None,
-                                     "args": (), "source": None, "params": (), "outputs": (meta,)}))
-        self.edges.append(new_edge({"src": src, "dst": nid, "tensor": tname, "meta": meta, "dst_arg": 0}))
+                                     "args": (), "source": None, "params": (), "outputs": (e[3],)}))
+        self.edges.append(new_edge({"src": e[1], "dst": nid, "tensor": e[2], "meta": e[3], "dst_arg": 0}))
 
     def record(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any,
                error: BaseException | None = None, flops: int = 0) -> None:
-        """One op node: its tensor inputs become edges, its tensor outputs are now produced by it.
+        """One op: which node made each tensor input, its outputs' metadata; its outputs are now produced by it.
 
-        Nodes and edges are built final right here (ids are sequential), so nothing is converted later; they
-        are filled in directly (every field, the same object as ``Node(**fields)``: see ``facts.NODE_FIELDS``).
-        An op that raised is kept aside: it becomes a node only if its exception ends the forward pass.
+        Kept as a raw tuple (id, name, parent, argument names, values, source, outputs, FLOPs) whose Node and
+        Edges ``build.finish`` makes after the pass: a value is a tensor's producer entry, a list of them (and
+        texts) for a list holding tensors, a plain scalar, or the text of anything else (made now: it may
+        change). An op that raised is kept aside: it becomes a node only if its exception ends the pass.
         """
         try:
             info = _INFO[func]
@@ -229,42 +243,24 @@ class Recorder:
         stack = self.stack
         parent = stack[-1] if stack else None
         source = self.source()
-        pnames = self.param_names
         producer = self.producer
-        rargs: list[tuple[Any, ...]] = []   # (name, text), or (name, scalar, None) written by build.finish
-        params: list[str] = []
-        pending: list[tuple[tuple[Any, str, str, TensorMeta, str], int]] = []   # (producer entry, position)
-        for pos, (key, a) in enumerate(arg_items(info[3], args, kwargs)):
+        names, given = arg_split(info[3], args, kwargs)
+        values: list[Any] = []
+        for a in given:
             if isinstance(a, _Tensor):
                 e = producer.get(id(a))
                 if e is None or e[0]() is not a:
                     e = self.lookup(a, parent)
-                pending.append((e, pos))
-                rargs.append((key, e[4]))
-                q = pnames.get(id(a))
-                if q is not None:
-                    params.append(q)
+                values.append(e)
             elif type(a) in _SCALARS:
-                rargs.append((key, a, None))     # immutable: its repr is taken by ``build.finish``
+                values.append(a)         # immutable: its repr is taken by ``build.finish``
             elif type(a) in _SEQS and a and any(isinstance(x, _Tensor) for x in a):
-                parts: list[str] = []
-                for x in a:
-                    if isinstance(x, _Tensor):
-                        e = self.lookup(x, parent)
-                        pending.append((e, pos))
-                        parts.append(e[4])
-                        q = pnames.get(id(x))
-                        if q is not None:
-                            params.append(q)
-                    else:
-                        parts.append(short_repr(x, self.sizes))
-                rargs.append((key, clip("[" + ", ".join(parts) + "]")))
+                values.append([self.lookup(x, parent) if isinstance(x, _Tensor) else short_repr(x, self.sizes)
+                               for x in a])
             else:
-                rargs.append((key, short_repr(a, self.sizes)))
-        name = info[0]
+                values.append(short_repr(a, self.sizes))
         if error is not None:
-            self.failed_ops.append((name, parent, source_text(source), args_text(rargs), tuple(params),
-                                    [(e[1], e[2], e[3], p) for e, p in pending], error))
+            self.failed_ops.append((info[0], parent, source, names, values, error))
             return
         in_place = info[1] or "out" in kwargs
         if in_place and args and isinstance(args[0], _Tensor):
@@ -272,7 +268,13 @@ class Recorder:
         if out is None and info[2] and args and isinstance(args[0], _Tensor):
             out, in_place = args[0], True
         nodes = self.nodes
-        nid = f"n:{len(nodes)}"     # after its parameter/constant inputs: ids stay in topological order
+        i = len(nodes)      # after its parameter/constant inputs: ids stay in topological order
+        try:
+            nid = NODE_IDS[i]
+            tname = FIRST_OUTS[i]
+        except IndexError:
+            nid, tname = node_ids(i)
+        pnames = self.param_names
         if isinstance(out, _Tensor):     # the common case: one tensor out
             m = METAS.get((out.shape, out.dtype, out.device))   # a torch.Size hashes and compares as its tuple
             if m is None:
@@ -280,55 +282,25 @@ class Recorder:
             outputs: tuple[TensorMeta, ...] = m[2]
             # An op that hands back a parameter it was given, unchanged (p.to(same dtype)), does not take
             # over the parameter: later users still connect to the parameter node. Activations chain through.
-            if in_place or id(out) not in pnames:
-                producer[id(out)] = (weakref.ref(out), nid, nid + "/0", m[0], m[1])
+            if in_place:
+                producer[id(out)] = (_ref(out), nid, tname, m[0], m[1], pnames.get(id(out)))
+            elif id(out) not in pnames:
+                producer[id(out)] = (_ref(out), nid, tname, m[0], m[1], None)
         else:
             metas: list[TensorMeta] = []
-            for i, t in enumerate(flat_tensors(out)):
+            for k, t in enumerate(flat_tensors(out)):
                 m = METAS.get((t.shape, t.dtype, t.device))
                 if m is None:
                     m = tensor_meta(t)
                 metas.append(m[0])
                 if in_place or id(t) not in pnames:
-                    producer[id(t)] = (weakref.ref(t), nid, f"{nid}/{i}", m[0], m[1])
+                    producer[id(t)] = (_ref(t), nid, f"{nid}/{k}", m[0], m[1], pnames.get(id(t)))
             outputs = tuple(metas)
-        # The op's Node and Edges are made after the forward pass (``build.finish``), in one tight loop: between two
-        # ops of a big model the caches are cold, so work done here costs several times what it costs there.
-        raw = (nid, name, parent, rargs, source, params, outputs, flops, pending)
+        # The op's Node and Edges are made after the forward pass (``build.finish``), in one tight loop: between
+        # two ops of a big model the caches are cold, so work done here costs several times what it costs there.
+        raw = (nid, info[0], parent, names, values, source, outputs, flops)
         nodes.append(raw)
         self.edges.append(raw)
-
-    def failed_node(self, error: BaseException) -> str | None:
-        """Add the node of the op whose exception ended the forward pass (if an op raised it); its id."""
-        chosen = None
-        for f in self.failed_ops:
-            if in_chain(f[-1], error):
-                chosen = f
-        if chosen is None:
-            return None
-        name, parent, source, rargs, params, pending, exc = chosen
-        nid = f"n:{len(self.nodes)}"
-        self.nodes.append(new_node({"id": nid, "kind": "op", "name": name, "parent": parent,
-                                     "error": f"{type(exc).__name__}: {exc}", "args": rargs, "source": source,
-                                     "params": params, "outputs": ()}))
-        for src, tname, meta, p in pending:
-            self.edges.append(new_edge({"src": src, "dst": nid, "tensor": tname, "meta": meta, "dst_arg": p}))
-        return nid
-
-    def record_rejected(self, call: Any, error: BaseException) -> str | None:
-        """The node of a torch call that rejected its arguments before dispatch (see ``rejected``): recorded
-        as ``record`` would have, inside the innermost call that the exception left, at the call's line."""
-        parent = next((cid for cid, exc in self.failed_exits if in_chain(exc, error)), None)
-        if parent is not None:
-            self.stack.append(parent)
-        try:
-            self.record(call, call.args, call.kwargs, None, error=error)
-        finally:
-            if parent is not None:
-                self.stack.pop()
-        f = self.failed_ops[-1]
-        self.failed_ops[-1] = (f[0], f[1], self._walk(call.frame), *f[3:])
-        return self.failed_node(error)
 
     def note_write(self, t: torch.Tensor) -> None:
         """An in-place op wrote into ``t``: if that is a parameter's storage (``weight.data.fill_``, a view of
@@ -404,15 +376,3 @@ class RecordingMode(TorchFunctionMode):
         elif isinstance(out, _SEQS) and flat_tensors(out):
             rec.record(func, args, kwargs, out, None, flops)
         return out
-
-
-# ---- helpers --------------------------------------------------------------------------------------
-def in_chain(target: BaseException, exc: BaseException | None) -> bool:
-    """Is ``target`` the exception ``exc`` or one it was raised from / while handling?"""
-    seen = 0
-    while exc is not None and seen < 50:
-        if exc is target:
-            return True
-        exc = exc.__cause__ or exc.__context__
-        seen += 1
-    return False
