@@ -22,7 +22,8 @@ from ..graph import ErrorInfo, Graph
 from .build import finish
 from .cost import FlopMeter, time_ops
 from .failed import failed_node, in_chain, record_rejected
-from .recorder import Recorder, RecordingMode
+from .mode import RecordingMode
+from .recorder import Recorder
 from .rejected import rejected_call
 from .state import ModelState, quiet_lazy_init
 from .structure import bind_arg_names, check_inputs, iter_tensors
@@ -81,6 +82,7 @@ def _trace(model: torch.nn.Module, args: tuple[Any, ...], kw: dict[str, Any], na
         finally:
             for h in handles:
                 h.remove()
+            rec.flush()         # what the mode and the hooks queued last (mode.py)
         rec.read_facts()
         if error is None:
             for path, t in iter_tensors(result, "output", top=True):

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 from ..graph import Edge, Node
 from .describe import clip
 from .facts import new_edge
+from .sites import line_text
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from .recorder import Recorder
 
 _new = object.__new__
 _SHARED: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-_SOURCES: dict[tuple[str, int], str] = {}       # (file, line) -> "file:line" (the layers' lines recur)
 _BOUND = 200_000
 
 
@@ -46,7 +46,7 @@ def finish(rec: Recorder) -> None:
             args, params = op_texts(names, values)
             node = _new(Node)
             node.__dict__.update({"id": nid, "kind": "op", "name": name, "parent": parent, "error": None,
-                                  "args": args, "source": source_text(source), "params": params,
+                                  "args": args, "source": line_text(source), "params": params,
                                   "outputs": outputs, "flops": flops, "time_ms": None})
             nodes[i] = node
     edges: list[Any] = []
@@ -112,15 +112,3 @@ def op_edges(nid: str, values: list[Any]) -> list[Edge]:
             if type(e) is tuple:
                 out.append(new_edge({"src": e[1], "dst": nid, "tensor": e[2], "meta": e[3], "dst_arg": pos}))
     return out
-
-
-def source_text(source: Any) -> str | None:
-    """"file:line" of what ``Recorder.source`` returned (a site is text already)."""
-    if source is None or type(source) is str:
-        return source
-    text = _SOURCES.get(source)
-    if text is None:
-        if len(_SOURCES) > _BOUND:
-            _SOURCES.clear()
-        text = _SOURCES[source] = f"{source[0]}:{source[1]}"
-    return text

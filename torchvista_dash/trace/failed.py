@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .build import op_edges, op_texts, source_text
+from .build import op_edges, op_texts
 from .facts import new_node, node_ids
+from .sites import line_text
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from .recorder import Recorder
@@ -28,7 +29,7 @@ def failed_node(rec: Recorder, error: BaseException) -> str | None:
     args, params = op_texts(names, values)
     rec.nodes.append(new_node({"id": nid, "kind": "op", "name": name, "parent": parent,
                                "error": f"{type(exc).__name__}: {exc}", "args": args,
-                               "source": source_text(source), "params": params, "outputs": ()}))
+                               "source": line_text(source), "params": params, "outputs": ()}))
     rec.edges.extend(op_edges(nid, values))
     return nid
 

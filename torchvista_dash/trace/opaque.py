@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..graph import TensorMeta
 from .facts import new_edge, new_node, tensor_meta
+from .sites import line_text
 from .structure import flat_tensors
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from .recorder import Recorder
 
 
-def opaque_call(rec: Recorder, cid: str, site: str | None, module: Any, args: Any, result: Any) -> None:
+def opaque_call(rec: Recorder, cid: str, site: Any, module: Any, args: Any, result: Any) -> None:
     """A TorchScript module runs its ops in the TorchScript interpreter, out of the recorder's sight: it
     gets one op node from the tensors it was given to the tensors it returned."""
     name = f"{getattr(module, 'original_name', None) or type(module).__name__} (TorchScript)"
@@ -36,12 +37,12 @@ def opaque_call(rec: Recorder, cid: str, site: str | None, module: Any, args: An
         rec.producer[id(t)] = (weakref.ref(t), nid, f"{nid}/{i}", meta, text, rec.param_names.get(id(t)))
     rec.nodes.append(new_node({
         "id": nid, "kind": "op", "name": name, "parent": cid, "error": None, "args": tuple(rargs),
-        "source": site, "params": (), "outputs": tuple(metas)}))
+        "source": line_text(site), "params": (), "outputs": tuple(metas)}))
     for src, tname, meta, p in pending:
         rec.edges.append(new_edge({"src": src, "dst": nid, "tensor": tname, "meta": meta, "dst_arg": p}))
 
 
-def pass_through(rec: Recorder, cid: str, site: str | None, result: Any) -> None:
+def pass_through(rec: Recorder, cid: str, site: Any, result: Any) -> None:
     """A call that ran no op but returned tensors it was given (``nn.Identity``, a drop-path at rate 0)
     gets one node that hands them on, so the call has a box and the tensors visibly pass through it."""
     seen: set[int] = set()
@@ -56,7 +57,7 @@ def pass_through(rec: Recorder, cid: str, site: str | None, result: Any) -> None
     nid = f"n:{len(rec.nodes)}"
     rec.nodes.append(new_node({
         "id": nid, "kind": "op", "name": "identity", "parent": cid, "error": None,
-        "args": tuple((str(i), e[4]) for i, (_, e) in enumerate(got)), "source": site, "params": (),
+        "args": tuple((str(i), e[4]) for i, (_, e) in enumerate(got)), "source": line_text(site), "params": (),
         "outputs": tuple(e[3] for _, e in got)}))
     for i, (t, e) in enumerate(got):
         rec.edges.append(new_edge({"src": e[1], "dst": nid, "tensor": e[2], "meta": e[3], "dst_arg": i}))

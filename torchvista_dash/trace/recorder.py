@@ -1,32 +1,30 @@
-"""The recorder: a TorchFunctionMode plus global module hooks that write down one forward pass.
+"""The recorder: what one forward pass did, from the function mode's queue and the global module hooks.
 
-Per-op work is kept small (it runs for every torch call, between kernels that leave the caches cold): no
-``inspect.stack()`` (a short frame walk, cached per code object, or the site of the enclosing built-in module
-call), tensor metadata and its text interned per (shape, dtype, device), per-function facts (name, argument
-names, in-place) in one lookup, and each op kept as a raw tuple whose Node and Edges ``build.finish`` makes
-after the pass; module facts are read after the pass too (``read_facts``). Tensors are mapped to the node
-that produced them through an id-keyed dict whose entries hold a weak reference to the tensor (checked
-on lookup), so nothing is written onto the user's tensors and nothing keeps them alive. An entry also names
-the parameter the tensor is (or None), so an op's parameters are read from its inputs' entries after the pass.
+Per-op work during the pass is small (it runs between kernels that leave the caches cold): the function mode
+(``mode.py``) queues each op with its calling frame's location; the module hooks note each call's start and
+end (and a built-in module's call site, found once per call). ``flush`` records the queue in order, in one
+loop: which node made each tensor input, the outputs' metadata (interned per shape, dtype, device), each
+op kept as a raw tuple whose Node and Edges ``build.finish`` makes after the pass; module facts are read
+after the pass too (``read_facts``). Tensors are mapped to the node that produced them through an id-keyed
+dict whose entries hold a weak reference to the tensor (checked on lookup), so nothing is written onto the
+user's tensors and nothing keeps them alive beyond the queue (flushed every few hundred events). An entry
+also names the parameter the tensor is (or None), so an op's parameters are read from its inputs' entries.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 import weakref
 from threading import get_ident
 from typing import Any
 
 import torch
-from torch.overrides import TorchFunctionMode
 
 from ..graph import ModuleCall, TensorMeta, call_id_for
-from .argnames import entry as arg_entry
 from .argnames import split as arg_split
 from .cost import FlopMeter
-from .describe import IN_PLACE_NONE_RETURN, func_name, short_repr, source_path
+from .describe import short_repr
 from .facts import (
     FIRST_OUTS,
     METAS,
@@ -38,37 +36,20 @@ from .facts import (
     node_ids,
     tensor_meta,
 )
+from .mode import _INFO, func_info
 from .opaque import opaque_call, pass_through
+from .sites import Sites
 from .structure import flat_tensors
 
-_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-# Only the tracer itself is skipped when looking for the user's line: models defined elsewhere in this
-# package (demos.py) are user code, and their source lines are what the details panel should show.
-_PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _Tensor = torch.Tensor
+_Script = torch.jit.ScriptModule
 _SCALARS = (bool, int, float, type(None))
 _SEQS = (list, tuple)
-_NO_KWARGS: dict[str, Any] = {}      # shared, never written: most calls have no keyword arguments
-# func -> (name, writes into its first argument by its name (add_, __iadd__), returns None after writing into
-# it (__setitem__), its parameter names (argnames)): found once per function, one lookup per op
-_INFO: dict[Any, tuple[str, bool, bool, Any]] = {}
 _ref = weakref.ref
 Entry = tuple[Any, str, str, TensorMeta, str, "str | None"]
 
 
-def _func_info(func: Any, keep: bool) -> tuple[str, bool, bool, Any]:
-    name = func_name(func)
-    info = ((name, (name[-1] == "_" and name[0] != "_") or name.startswith("__i"), name in IN_PLACE_NONE_RETURN,
-             arg_entry(func)))
-    if keep:
-        try:
-            _INFO[func] = info
-        except TypeError:       # an unhashable callable
-            pass
-    return info
-
-
-class Recorder:
+class Recorder(Sites):
     """Holds everything recorded during one forward pass of one model."""
 
     def __init__(self, model: torch.nn.Module, named: list[tuple[str, torch.nn.Module]] | None = None) -> None:
@@ -89,8 +70,13 @@ class Recorder:
         # (id(parameter), innermost call) -> the same entry for that call's node of the parameter
         self.param_nodes: dict[tuple[int, str | None], Entry] = {}
         self.calls: list[tuple[str, str, int, str | None, int, int]] = []   # id, qualname, module, parent, k, depth
+        # During the pass: events not recorded yet (see ``mode.py``), the bytes of outputs they hold, and the
+        # open calls' sites (``Sites.source``). In ``flush``: the open calls, their sites and node counts.
+        self.queue: list[tuple[Any, ...]] = []
+        self.held = 0
+        self.sites: list[Any] = []
         self.stack: list[str] = []
-        self.sites: list[str | None] = []    # per open call: where a built-in module was called from
+        self.call_sites: list[Any] = []
         self.starts: list[int] = []          # per open call: how many nodes there were when it began
         self.call_counts: dict[str, int] = {}
         self.code_cache: dict[int, tuple[Any, str | None]] = {}
@@ -101,13 +87,49 @@ class Recorder:
         # Module hooks are process-wide: only calls made by the tracing thread belong to this trace.
         self.thread = get_ident()
 
-    # ---- module hooks ------------------------------------------------------------------
+    # ---- module hooks (during the pass) -------------------------------------------------
     def pre_hook(self, module: torch.nn.Module, args: Any) -> None:
         mid = id(module)
-        qualname = self.module_names.get(mid)
         # a module outside the traced model (its ops belong to the caller), or another thread's call
-        if qualname is None or get_ident() != self.thread:
+        if mid not in self.module_names or get_ident() != self.thread:
             return
+        # Ops inside a built-in module run in torch code: their user-code location is where the module was
+        # called. Find it once per call here rather than by a long walk for every op (see ``Sites.source``).
+        site = self._walk(sys._getframe(1)) if self.builtin[mid] else None
+        self.sites.append(site)
+        self.queue.append((1, module, site))
+
+    def post_hook(self, module: torch.nn.Module, args: Any, result: Any) -> None:
+        if id(module) not in self.module_names or not self.sites or get_ident() != self.thread:
+            return
+        self.sites.pop()
+        # called from _call_impl's except block when forward raised: the exception is the one being handled
+        self.queue.append((2, module, args, result, sys.exc_info()[1] if result is None else None))
+
+    # ---- recording the queue -----------------------------------------------------------
+    def flush(self) -> None:
+        """Record the queued events in order (called by the mode, with torch functions not intercepted, and
+        after the pass)."""
+        queue = self.queue
+        if not queue:
+            return
+        self.queue = []
+        self.held = 0
+        record = self.record
+        for ev in queue:
+            kind = ev[0]
+            if kind == 0:
+                record(ev[1], ev[2], ev[3], ev[4], ev[5], ev[6], ev[7], ev[8])
+            elif kind == 1:
+                self._enter(ev[1], ev[2])
+            elif kind == 2:
+                self._exit(ev[1], ev[2], ev[3], ev[4])
+            else:
+                self.note_size(ev[1], ev[2])
+
+    def _enter(self, module: torch.nn.Module, site: Any) -> None:
+        mid = id(module)
+        qualname = self.module_names[mid]
         k = self.call_counts.get(qualname, 0)
         self.call_counts[qualname] = k + 1
         cid = call_id_for(qualname, k)
@@ -115,68 +137,20 @@ class Recorder:
         # the open calls are exactly this call's ancestors, so their number is its depth
         self.calls.append((cid, qualname, mid, stack[-1] if stack else None, k, len(stack)))
         stack.append(cid)
-        # Ops inside a built-in module run in torch code: their user-code location is where the module was
-        # called. Find it once per call here rather than by a long walk for every op (see ``source``).
-        self.sites.append(self._walk(sys._getframe(1)) if self.builtin[mid] else None)
+        self.call_sites.append(site)
         self.starts.append(len(self.nodes))
 
-    def post_hook(self, module: torch.nn.Module, args: Any, result: Any) -> None:
-        mid = id(module)
-        if mid not in self.module_names or not self.stack or get_ident() != self.thread:
-            return
+    def _exit(self, module: torch.nn.Module, args: Any, result: Any, exc: BaseException | None) -> None:
         cid = self.stack.pop()
-        site = self.sites.pop()
-        if result is None:
-            exc = sys.exc_info()[1]
-            if exc is not None:     # called from _call_impl's except block: forward raised
-                self.failed_exits.append((cid, exc))
+        site = self.call_sites.pop()
+        if exc is not None:
+            self.failed_exits.append((cid, exc))
         if self.starts.pop() == len(self.nodes) and result is not None:
-            if isinstance(module, torch.jit.ScriptModule):
+            if isinstance(module, _Script):
                 opaque_call(self, cid, site, module, args, result)
             else:
                 pass_through(self, cid, site, result)
 
-    # ---- ops ---------------------------------------------------------------------------
-    def source(self) -> Any:
-        """file:line of the innermost frame outside torch and this package (or its (file, line) pair).
-
-        Called only from ``record``, itself called only from ``__torch_function__``: the walk starts above both.
-        If the first few frames are all torch code and the innermost module call is a built-in one, the answer
-        is that call's site (found once by ``pre_hook``): the frames in between are the module's own.
-        """
-        f = sys._getframe(3)
-        cache = self.code_cache
-        for _ in range(4):
-            if f is None:
-                return None
-            code = f.f_code
-            e = cache.get(id(code))        # by id: hashing a code object hashes its bytecode and constants
-            if e is None or e[0] is not code:
-                e = self._classify(code)
-            if e[1] is not None:
-                return (e[1], f.f_lineno)      # made "file:line" after the pass (``build.source_text``)
-            f = f.f_back
-        site = self.sites[-1] if self.sites else None
-        return site if site is not None else self._walk(f)
-
-    def _classify(self, code: Any) -> tuple[Any, str | None]:
-        fn = code.co_filename
-        inside = fn.startswith(_TORCH_DIR) or fn.startswith(_PKG_DIR) or fn.startswith("<frozen")
-        e = self.code_cache[id(code)] = (code, None if inside else source_path(fn))
-        return e
-
-    def _walk(self, f: Any) -> str | None:
-        """file:line of the first frame from ``f`` outwards that is outside torch and this package."""
-        cache = self.code_cache
-        while f is not None:
-            code = f.f_code
-            e = cache.get(id(code))
-            if e is None or e[0] is not code:
-                e = self._classify(code)
-            if e[1] is not None:
-                return f"{e[1]}:{f.f_lineno}"
-            f = f.f_back
-        return None
 
     def lookup(self, t: torch.Tensor, parent: str | None) -> Entry:
         """The producer entry (weak reference, node id, tensor name, meta, text, parameter) of the value ``t``
@@ -228,21 +202,21 @@ class Recorder:
         self.edges.append(new_edge({"src": e[1], "dst": nid, "tensor": e[2], "meta": e[3], "dst_arg": 0}))
 
     def record(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any,
-               error: BaseException | None = None, flops: int = 0) -> None:
+               error: BaseException | None = None, flops: int = 0, source: Any = None,
+               info: tuple[Any, ...] | None = None) -> None:
         """One op: which node made each tensor input, its outputs' metadata; its outputs are now produced by it.
 
         Kept as a raw tuple (id, name, parent, argument names, values, source, outputs, FLOPs) whose Node and
         Edges ``build.finish`` makes after the pass: a value is a tensor's producer entry, a list of them (and
-        texts) for a list holding tensors, a plain scalar, or the text of anything else (made now: it may
-        change). An op that raised is kept aside: it becomes a node only if its exception ends the pass.
+        texts) for a list holding tensors, a plain scalar, or the text of anything else. An op that raised is kept aside: it becomes a node only if its exception ends the pass.
         """
-        try:
-            info = _INFO[func]
-        except (KeyError, TypeError):
-            info = _func_info(func, error is None)
+        if info is None:                 # a rejected call's (``failed.py``): its facts are not kept
+            try:
+                info = _INFO[func]
+            except (KeyError, TypeError):
+                info = func_info(func, False)
         stack = self.stack
         parent = stack[-1] if stack else None
-        source = self.source()
         producer = self.producer
         names, given = arg_split(info[3], args, kwargs)
         values: list[Any] = []
@@ -338,41 +312,4 @@ class Recorder:
                 "num_params": num_params, "params": params, "extra_repr": extra, "attrs": attrs,
                 "failed": cid in failed, "depth": depth, "builtin": builtin,
             }))
-        return out
-
-
-class RecordingMode(TorchFunctionMode):
-    """Sends every torch function, Tensor method and operator call to the recorder (outermost call only)."""
-
-    def __init__(self, recorder: Recorder) -> None:
-        super().__init__()
-        self.rec = recorder
-
-    def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
-                           kwargs: dict[str, Any] | None = None) -> Any:
-        # While this runs, torch has popped the mode: torch calls made inside ``func`` (F.gelu calling
-        # torch's gelu, Tensor.split calling narrow) do not come back here, so only the outermost is recorded.
-        if kwargs is None:
-            kwargs = _NO_KWARGS
-        rec = self.rec
-        meter = rec.meter
-        flops = 0
-        try:
-            if meter is None:
-                out = func(*args, **kwargs)
-            else:
-                out = meter.run(func, args, kwargs)
-                flops = meter.last      # given to the op's node (an op recorded with no node: counted nowhere)
-        except Exception as exc:
-            rec.record(func, args, kwargs, None, exc)
-            raise
-        if isinstance(out, _Tensor):
-            rec.record(func, args, kwargs, out, None, flops)
-        elif out is None:
-            if args and isinstance(args[0], _Tensor) and func_name(func) in IN_PLACE_NONE_RETURN:
-                rec.record(func, args, kwargs, out, None, flops)
-        elif type(out) is torch.Size:
-            rec.note_size(args, out)
-        elif isinstance(out, _SEQS) and flat_tensors(out):
-            rec.record(func, args, kwargs, out, None, flops)
         return out
