@@ -115,7 +115,16 @@ class FlopMeter:
                 self.last = 0
                 return func(*args, **kwargs)
             else:
-                key = _rank_key(func, args)
+                # ``func`` and the ranks of its first tensor arguments (-1: a parameter or other subclass, whose
+                # ``dim()`` could run a Python ``__torch_function__``): ``matmul`` of two vectors counts none,
+                # of two matrices it counts. Written out here: it runs for every op not known to count.
+                ranks = [func]
+                for a in args[:3]:
+                    if type(a) is _Tensor:
+                        ranks.append(a.dim())
+                    elif isinstance(a, _Tensor):
+                        ranks.append(-1)
+                key = tuple(ranks)
                 if key in self.none:
                     self.last = 0
                     return func(*args, **kwargs)
@@ -145,18 +154,6 @@ class FlopMeter:
         return out
 
 
-def _rank_key(func: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
-    """``func`` and the ranks of its first tensor arguments (-1: a parameter or other subclass, whose ``dim()``
-    could run a Python ``__torch_function__``): ``matmul`` of two vectors counts none, of two matrices it counts."""
-    out = [func]
-    for a in args[:3]:
-        if type(a) is _Tensor:
-            out.append(a.dim())
-        elif isinstance(a, _Tensor):
-            out.append(-1)
-    return tuple(out)
-
-
 def _has_empty(args: tuple[Any, ...]) -> bool:
     """Does a tensor argument hold no element (a batch of 0: any function counts none on it)?"""
     with torch._C.DisableTorchFunctionSubclass():
@@ -165,6 +162,7 @@ def _has_empty(args: tuple[Any, ...]) -> bool:
 
 
 _PLAIN = (int, float, bool, str, type(None), torch.dtype, torch.device, torch.memory_format, torch.layout)
+_PLAIN_TYPES = frozenset(_PLAIN)      # exactly these types (a subclass goes the long way, through isinstance)
 _SCALAR_OUT = frozenset({torch.Size, int, float, bool})
 # Tensor types whose .shape/.dtype/.device run no Python ``__torch_function__`` (Parameter's is torch's disabled one)
 _DIRECT = frozenset({_Tensor, torch.nn.Parameter})
@@ -173,6 +171,18 @@ _DIRECT = frozenset({_Tensor, torch.nn.Parameter})
 def _call_key(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
     """What a FLOP formula can depend on: each tensor's shape, dtype and device, every other argument's value;
     None when an argument is neither (then the call is measured)."""
+    if not kwargs:      # the common case (addmm(bias, x, w)): the same key as ``_key_parts``, in one loop
+        parts: list[Any] = [func]
+        for a in args:
+            t = type(a)
+            if t in _DIRECT:
+                parts.append((a.shape, a.dtype, a.device))
+            elif t in _PLAIN_TYPES:
+                parts.append(a)
+            else:
+                break
+        else:
+            return tuple(parts)
     key = _key_parts(func, args, kwargs)
     if key is _SUBCLASS:        # a tensor subclass with its own __torch_function__: read with it off
         with torch._C.DisableTorchFunctionSubclass():

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
-from operator import attrgetter, is_
+from itertools import chain, filterfalse
+from operator import attrgetter, is_, itemgetter, methodcaller
 from typing import Any
 
 import torch
@@ -25,6 +26,8 @@ from torch.nn.modules.lazy import LazyModuleMixin
 # non-persistent buffers): their contents are restored too. User attributes are restored by identity only.
 _TABLE_NAMES = tuple(k for k, v in torch.nn.Module().__dict__.items() if isinstance(v, (dict, set)))
 _TABLE_TYPES = frozenset({dict, set, OrderedDict})
+_TABLES_OF = itemgetter(*_TABLE_NAMES)
+_copy = methodcaller("copy")
 
 
 def is_lazy(m: torch.nn.Module) -> bool:
@@ -62,14 +65,7 @@ class ModelState:
                 if id(m) in lazy:
                     continue
                 if not isinstance(m, script):
-                    md = m.__dict__
-                    self.mds.append(md)
-                    for v in map(md.get, _TABLE_NAMES):
-                        if type(v) in _TABLE_TYPES or isinstance(v, (dict, set)):
-                            if v:
-                                self.full.append((v, v.copy()))
-                            else:
-                                self.empty.append(v)
+                    self.mds.append(m.__dict__)
                 for name, b in m._buffers.items():
                     if b is not None:
                         self.buffers.append((m, name, b, b.detach().clone()))
@@ -79,12 +75,28 @@ class ModelState:
                         names.append(f"{q}.{name}" if q else name)
                         params.append(p)
             self.saved = list(map(dict, self.mds))
+            self._tables()
             self.names = names
             self.params = params
             self.grads = list(map(_requires_grad, params))
             self.ptrs = list(map(_data_ptr, params))
             self.datas = list(map(_data, params))
             self.versions = list(map(_version, params))
+
+    def _tables(self) -> None:
+        """Every module's bookkeeping tables, in C-level passes over all modules at once (one Python loop per
+        module when a module lacks one or holds something else there)."""
+        try:
+            tables = list(chain.from_iterable(map(_TABLES_OF, self.mds)))
+            plain = all(map(_TABLE_TYPES.__contains__, map(type, tables)))
+        except KeyError:
+            plain = False
+        if not plain:
+            tables = [v for md in self.mds for v in map(md.get, _TABLE_NAMES)
+                      if type(v) in _TABLE_TYPES or isinstance(v, (dict, set))]
+        full = list(filter(None, tables))
+        self.full = list(zip(full, map(_copy, full)))   # noqa: B905 - the same list twice
+        self.empty = list(filterfalse(None, tables))
 
     def restore(self) -> list[str]:
         """Put every snapshotted object, flag and value back (never raises on a well-formed model).
