@@ -60,3 +60,44 @@ def test_a_failing_trace_gives_the_same_json_whatever_the_tracer_has_learnt() ->
     tb = json.loads(outs[0])["error"]["traceback"]
     assert "forward" in tb and "flop_counter" not in tb
     assert tb.rstrip().splitlines()[-1].startswith("RuntimeError: Sizes of tensors must match")
+
+
+class _LongForward(torch.nn.Module):
+    """Ops at the start, in a loop and at the end of a long forward: the line of each must be its own."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x * 2                                   # op: mul
+        for _ in range(2):
+            y = y + 1                               # op: add (twice, one line)
+        a = 1
+        b = a + 1
+        c = b + a
+        d = c * b
+        e = d - c
+        f = e + d
+        g = f * e
+        h = g - f
+        y = self.lin(y) * (h - g)                   # ops: linear (in nn.Linear: this call's line), mul
+        return torch.relu(y)                        # op: relu
+
+
+def test_op_lines_read_after_the_pass_are_the_lines_that_ran() -> None:
+    """Lines are looked up from the instruction offset after the pass (trace/sites.py): each op names the
+    line of the expression that called it, as ``frame.f_lineno`` would, in a loop and at the end too."""
+    import inspect
+
+    lines, first = inspect.getsourcelines(_LongForward.forward)
+
+    def line_of(marker: str) -> int:
+        return first + next(i for i, text in enumerate(lines) if marker in text)
+
+    t = trace_model(_LongForward(), torch.ones(1, 4), flops=False)
+    ops = [n for n in t.graph.nodes if n.kind == "op"]
+    got = [(n.name, int(n.source.rsplit(":", 1)[1])) for n in ops]
+    assert got == [("mul", line_of("op: mul")), ("add", line_of("op: add")), ("add", line_of("op: add")),
+                   ("linear", line_of("ops: linear")), ("mul", line_of("ops: linear")), ("relu", line_of("op: relu"))]
+    assert all(n.source.rsplit(":", 1)[0].endswith("test_trace_source.py") for n in ops)
