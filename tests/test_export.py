@@ -169,3 +169,36 @@ def test_static_export_runs_under_the_graphviz_time_budget(dot_binary, tmp_path,
         static_image(g, vg, lay, "svg")
     monkeypatch.setenv("TVD_DOT_TIMEOUT", "60")
     assert static_image(g, vg, lay, "svg").lstrip().startswith(b"<?xml")
+
+
+def test_static_export_leaves_out_edge_labels_over_headers_boxes_or_each_other(dot_binary):
+    """The lead's case: GPT2LMHeadModel from a small config, KV cache on; its input's "1×8" lay on the
+    "⊖ GPT2LMHeadModel" header in PNG/SVG exports. As in the picture (render/labels.py), such a label is left
+    out, and every label drawn covers no box, no header and no other label."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from torchvista_dash.render.labels import CHAR_EM, EDGE_PT, header_rect
+    from torchvista_dash.render.static import static_dot
+    from torchvista_dash.render.style import CLOSE_MARK
+
+    torch.manual_seed(0)
+    m = GPT2LMHeadModel(GPT2Config(n_layer=3, n_embd=64, n_head=2, vocab_size=500)).eval()
+    t = trace_model(m, (torch.randint(0, 500, (1, 8), generator=torch.Generator().manual_seed(0)),))
+    vg = t.view()
+    lay = t.layout(vg)
+    drawn = []
+    for e in static_dot(t.graph, vg, lay).get_edges():
+        if e.get("label"):
+            label, lp = (getattr(v, "text", v).strip('"') for v in (e.get("label"), e.get("lp")))
+            x, y = (float(v) for v in lp.split(","))
+            half = len(label) * EDGE_PT * CHAR_EM / 2
+            drawn.append((x - half, y - EDGE_PT * 0.6, x + half, y + EDGE_PT * 0.6))
+    heads = [header_rect(f"{CLOSE_MARK} {c.label}", lay.clusters[c.id]) for c in vg.clusters]
+
+    def meets(a, b):
+        return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+    assert drawn and len(drawn) < sum(1 for e in lay.edges if e.label)
+    for i, r in enumerate(drawn):
+        assert not [b for b in (*lay.nodes.values(), *heads) if meets(r, b)], r
+        assert not [q for q in drawn[i + 1:] if meets(r, q)], r

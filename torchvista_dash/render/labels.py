@@ -246,7 +246,7 @@ def place_overview(vg: VisibleGraph, layout: Layout, ext: Box
     regions.sort(key=lambda r: (r.depth, -r.box[3], r.box[0]))
     out: list[Placed] = []
     ranges: list[tuple[int, float, float]] = []
-    blocked: dict[tuple[int, int, int], float] = {}    # (region, place, name) → the font size it did not fit at
+    blocked: set[tuple[int, int, int]] = set()    # (region, place, name) with no room at a size: none at larger ones
     hi = LOD_SCALE["m"]
     for k, s in enumerate(bands):
         f = OVERVIEW_PX / s          # the font size in points that is OVERVIEW_PX on screen at the band's low end
@@ -258,11 +258,11 @@ def place_overview(vg: VisibleGraph, layout: Layout, ext: Box
             # the first place that holds a form of its name, the longest form there
             found = None
             for ni, (t, em) in enumerate(zip(r.names, r.ems, strict=True)):
-                if blocked.get((ri, -1, ni), f + 1.0) <= f:
+                if (ri, -1, ni) in blocked:
                     continue
                 spot = _inside(r, em * f, hgt, m, taken)
                 if spot is BLOCKED:
-                    blocked[(ri, -1, ni)] = f
+                    blocked.add((ri, -1, ni))
                 elif spot is not None:
                     found = (t, em * f, spot)
                     break
@@ -315,26 +315,27 @@ def _inside(r: _Region, tw: float, hgt: float, m: float, taken: Boxes) -> Box | 
 
 
 def _outside(r: _Region, ri: int, f: float, hgt: float, m: float, taken: Boxes,
-             blocked: dict[tuple[int, int, int], float]) -> tuple[str, float, Box] | None:
+             blocked: set[tuple[int, int, int]]) -> tuple[str, float, Box] | None:
     """An open cluster's name outside it: just above it within its parent, else level with its top right of
     it within its parent, else right of its parent (a stack of layers as wide as their parent: their names in
     the margin beside it); clear of names and of what lies in that parent. A place that the boxes and clusters
     there leave no room in at font size ``f`` has none at a larger one either (the name only grows about the
-    same corner): ``blocked`` remembers it across the bands, which come in growing sizes."""
+    same corner): ``blocked`` remembers it across the bands, which come in growing sizes (``f``)."""
     x0, _, x1, y1 = r.box
-    places = [(0, (x0, y1 + m + hgt), r.outers[0], r.kids[1])]                        # (where, top left corner, ...)
-    places += [(1 + i, (edge[2], y1 - m), within, inside)
-               for i, (edge, within, inside) in enumerate(zip((r.box, *r.outers[:-1]), r.outers[:2], r.kids[1:3],
-                                                               strict=False))]
-    for pi, (left, top), within, inside in places:
-        for ni, (text, em) in enumerate(zip(r.names, r.ems, strict=True)):
-            if blocked.get((ri, pi, ni), f + 1.0) <= f:
+    # (left edge, top, the cluster it lies in, what lies directly there): above it, then beside it, its parent
+    places = [(x0, y1 + m + hgt, r.outers[0], r.kids[1])]
+    places += [(edge[2], y1 - m, within, inside)
+               for edge, within, inside in zip((r.box, *r.outers[:-1]), r.outers[:2], r.kids[1:3], strict=False)]
+    for pi, (left, top, within, inside) in enumerate(places):
+        for ni, em in enumerate(r.ems):
+            if (ri, pi, ni) in blocked:
                 continue
             tw = em * f
+            text = r.names[ni]
             rect = (left + m, top - hgt, left + m + tw, top)
             fits = _fits(rect, within, inside, r.box, m)
             if not fits:
-                blocked[(ri, pi, ni)] = f
+                blocked.add((ri, pi, ni))
             elif not taken.meets((rect[0] - m, rect[1] - m, rect[2] + m, rect[3] + m)):
                 return text, tw, rect
     return None

@@ -23,6 +23,7 @@ from ..layout.types import Box, Layout, Point
 from ..view_types import VisibleGraph, VisibleKind
 from . import shapes
 from .figure import _bounds, _check
+from .labels import Boxes, bold_em, edge_labels, header_rect
 from .paint import Paint
 from .picture import HEADER_BASE as HEADER_OFFSET
 from .picture import HEADER_INSET as TOGGLE_INSET
@@ -134,7 +135,7 @@ def static_dot(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "lig
                               fillcolor=_colour(th.cluster_fill), color=_colour(cp.line if cp else line),
                               penwidth=_num(cp.width or 2.5) if cp else (2 if cl.failed else 1))))
         text = f"{CLOSE_MARK} {cl.label}"
-        hx = box[0] + TOGGLE_INSET - 6 + len(text) * HEADER_PT * 0.6 / 2
+        hx = box[0] + TOGGLE_INSET + bold_em(text) * HEADER_PT / 2     # its centre: bold text, at its inset
         g.add_node(pydot.Node(f"h{i}", **_a(pos=f"{_num(hx)},{_num(box[3] - HEADER_OFFSET)}!", shape="plaintext",
                               fontsize=_num(HEADER_PT), label=f"<<B>{_h(text)}</B>>",
                               fontcolor=_colour(th.failed_line if cl.failed else th.font))))
@@ -162,6 +163,9 @@ def static_dot(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "lig
         g.add_node(pydot.Node("hl", **_a(**_pinned((b[0] - 3, b[1] - 3, b[2] + 3, b[3] + 3)), shape="box",
                                     style="rounded", label="", color=th.highlight, penwidth=3.5)))
     kind_of = {n.id: n.kind for n in vg.nodes}
+    # as in the picture: an edge label over a box, a header or another edge label is left out (labels.py)
+    heads = [header_rect(f"{CLOSE_MARK} {c.label}", layout.clusters[c.id]) for c in vg.clusters]
+    shown = {id(e) for _, e in edge_labels(layout.edges, Boxes(150.0, layout.nodes.values()), heads)}
     for e in layout.edges:
         if e.src not in index or e.dst not in index:
             continue
@@ -174,7 +178,7 @@ def static_dot(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "lig
         width = paint.edge_widths.get((e.src, e.dst))
         if width is not None:
             attrs["penwidth"] = _num(width)
-        if e.label and e.label_pos is not None:
+        if e.label and e.label_pos is not None and id(e) in shown:
             attrs["label"] = e.label
             attrs["lp"] = f"{_num(e.label_pos[0])},{_num(e.label_pos[1])}"
         g.add_edge(pydot.Edge(index[e.src], index[e.dst], **_a(**attrs)))
