@@ -3,9 +3,10 @@ its room, and which labels are drawn at all so that none covers another, a box o
 
 Box labels and headers are shortened with "…" to the room the layout sized for (``fit_text``, the layout's own
 glyph estimate). Edge labels keep Graphviz's place, and one that would cover a box, a header or an earlier edge
-label is left out (``edge_labels``): parallel edges carry the same shapes, side by side. Zoomed out, map-style
-overview labels name the modules (``overview``): per band of zoom, a module's name is set inside its region, on
-the highest row free of boxes and of the labels already placed, or just above the region, else not at all.
+label is left out (``edge_labels``: Graphviz can set two edges' labels on top of each other). Zoomed out,
+map-style overview labels name the modules (``place_overview``): per band of zoom, a closed module's name inside
+its box, an open one's on the highest of its rows free of boxes, inner clusters and names placed before, else
+just above it, else level with its top beside it or beside its parent, else not at all.
 """
 
 from __future__ import annotations
@@ -212,8 +213,9 @@ def place_overview(vg: VisibleGraph, layout: Layout, ext: Box
     Per band of zoom (each √2 wide, from the module-name threshold down), the modules that have room for a name
     at ``OVERVIEW_PX``–√2× that on screen, shallow ones first, the longest form that fits: a closed module box
     holds its name inside itself; an open cluster's name goes on the highest of its rows free of boxes, of the
-    clusters inside it and of the names already placed, else just above the cluster or beside its top (within
-    its parent, clear of other clusters), else nowhere. A module smaller than its name is not named."""
+    clusters inside it and of the names already placed, else just above the cluster (within its parent), else
+    level with its top right of it or right of its parent, clear of other clusters, else nowhere. Each place is
+    tried with every form of the name before the next place. A module smaller than its name is not named."""
     w, h = ext[2] - ext[0], ext[3] - ext[1]
     bands = overview_bands(w, h)
     if not bands:
