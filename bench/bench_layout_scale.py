@@ -112,7 +112,9 @@ class DenseNet121(nn.Module):
         return self.classifier(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
 
 
-def llama70b(n_layers: int) -> Graph:
+def llama70b(n_layers: int, use_cache: bool = False) -> Graph:
+    """The Llama-3-70B config on the meta device; ``use_cache``: as the model comes, each layer's key and value
+    leaving it for the ``cache`` output."""
     cfg = transformers.LlamaConfig(hidden_size=8192, intermediate_size=28672, num_attention_heads=64,
                                    num_key_value_heads=8, num_hidden_layers=n_layers, vocab_size=128256,
                                    rope_theta=500000.0, max_position_embeddings=8192, attn_implementation="eager")
@@ -120,7 +122,7 @@ def llama70b(n_layers: int) -> Graph:
         model = transformers.LlamaModel(cfg).eval()
     ids = torch.zeros(1, 6, dtype=torch.long, device="meta")
     mask = torch.ones(1, 6, dtype=torch.long, device="meta")
-    return trace_model(model, (ids,), kwargs={"attention_mask": mask, "use_cache": False}).graph
+    return trace_model(model, (ids,), kwargs={"attention_mask": mask, "use_cache": use_cache}).graph
 
 
 def _trace(model: nn.Module, *args: torch.Tensor) -> Graph:
@@ -323,26 +325,28 @@ def llama_rows(repeat: int, single_timeout: float, baseline_timeout: float | Non
     g8 = llama70b(8)
     vg8 = view.build_view(g8, view.make_spec(g8, depth=None, fold_repeats=False))
     rows.append(compare("Llama-3-70B config, 8 layers, every op", vg8, 1, single_timeout, baseline_timeout))
-    g = llama70b(80)
-    spec = view.make_spec(g, depth=None, fold_repeats=False)
-    vg = view.build_view(g, spec)
-    closed = view.build_view(g, view.toggle(g, spec, "mod:layers.40"))
-    cold_t, close_t, reopen_t = [], [], []
-    for _ in range(repeat):
-        t, lay = cold(vg, "composed")
-        cold_t.append(t)
-        close_t.append(timed(lambda: layout.layout_view(closed))[0])
-        layout._cache.clear()       # the view cache would answer; the piece cache must
-        reopen_t.append(timed(lambda: layout.layout_view(vg))[0])
-    q = quality(vg, lay)
-    rows.append(f"| Llama-3-70B config, 80 layers, every op | {len(vg.nodes)} / {len(vg.edges)} / {len(vg.clusters)}"
-                f" | {statistics.median(cold_t):.2f} | not run (8 layers: see above) | - | {_bad(q)} | - | "
-                f"{q['crossings']:.0f} | - | - |")
-    toggles = (f"Llama-3-70B config, 80 layers, every op ({len(vg.nodes):,} boxes): cold "
-               f"{statistics.median(cold_t):.2f} s; closing layers.40 (a new view) {statistics.median(close_t):.3f} s;"
-               f" opening it again with the view cache cleared {statistics.median(reopen_t):.3f} s "
-               f"(median of {repeat}).")
-    return rows + ["", toggles]
+    toggles = []
+    for use_cache, name in ((False, "Llama-3-70B config, 80 layers, every op"),
+                            (True, "Llama-3-70B config, 80 layers, cache on, every op")):
+        g = llama70b(80, use_cache)
+        spec = view.make_spec(g, depth=None, fold_repeats=False)
+        vg = view.build_view(g, spec)
+        closed = view.build_view(g, view.toggle(g, spec, "mod:layers.40"))
+        cold_t, close_t, reopen_t = [], [], []
+        for _ in range(repeat):
+            t, lay = cold(vg, "composed")
+            cold_t.append(t)
+            close_t.append(timed(lambda c=closed: layout.layout_view(c))[0])
+            layout._cache.clear()       # the view cache would answer; the piece cache must
+            reopen_t.append(timed(lambda v=vg: layout.layout_view(v))[0])
+        q = quality(vg, lay)
+        rows.append(f"| {name} | {len(vg.nodes)} / {len(vg.edges)} / {len(vg.clusters)} | "
+                    f"{statistics.median(cold_t):.2f} | not run (8 layers: see above) | - | {_bad(q)} | - | "
+                    f"{q['crossings']:.0f} | - | - |")
+        toggles.append(f"{name} ({len(vg.nodes):,} boxes): cold {statistics.median(cold_t):.2f} s; closing "
+                       f"layers.40 (a new view) {statistics.median(close_t):.3f} s; opening it again with the view "
+                       f"cache cleared {statistics.median(reopen_t):.3f} s (median of {repeat}).")
+    return rows + ["", *toggles]
 
 
 def main(argv: list[str] | None = None) -> int:

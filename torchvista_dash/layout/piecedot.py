@@ -5,7 +5,9 @@ In a piece, tensors entering the cluster start at ports on the first rank and te
 on the last; edges carry no labels (a label would be a node of its own on a rank of its own, which doubled the
 ranks and, with long skip edges, multiplied dot's work). One tensor feeding many children is drawn as a *bus*:
 a chain of junction points, each one rank above its consumer, so a tensor reaching 80 decoder layers costs dot
-about 80 virtual nodes, not 80 edges of up to 80 ranks each.
+about 80 virtual nodes, not 80 edges of up to 80 ranks each. Many children sending tensors out by one port
+join its mirror, a *collector*: a branch from each child to its own junction, one rank below it, on a trunk
+that runs down to the port.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ ALIGN = 16     # dot weight of the edge aligning two layers of a stack (``_stack
 STRAIGHT = 8   # dot weight of every edge between children: dot keeps the heavier of two edges straight
 # dot weight of an edge into an out-port: the port is drawn where its tensors leave the interior, on the side
 # they run down (at weight 0 dot packed out-ports beside each other, and tensors leaving down one side ran
-# back to the middle and out again: GPT-2 every op 54 crossings, with the shared ports of ``pieces`` 556)
+# back to the middle and out again: T5 every op 176 crossings against 163)
 TO_OUT_PORT = 1
 TRUNK = STRAIGHT   # dot weight of the edges joining a bus's junctions
 # ... in a piece with more bus branches than BUS_HEAVY: dot's placement of many heavy trunks is what it spends
@@ -55,7 +57,17 @@ def _dot_edges(key: tuple) -> tuple[list[tuple[int, int, dict[str, object]]], li
     last: dict[int, tuple[int, list[int]]] = {}     # bus group → (its latest junction, the trunk to it)
     stack = _stack_pairs(specs, children)
     trunk_weight = TRUNK if sum(1 for s in specs if s[2] >= 0) <= BUS_HEAVY else TRUNK_LIGHT
+    collect: dict[int, tuple[dict[int, int], list[int], list[int]]] = {}  # group → tail's place, junctions, trunk
     for tail, head, group, tport, hport in specs:
+        if group <= -2 and group not in collect:
+            tails = list(dict.fromkeys(t for t, _h, g, _tp, _hp in specs if g == group))
+            js = list(range(nxt, nxt + len(tails)))
+            nxt += len(tails)
+            trunk_at = []
+            for a, b in zip(js, [*js[1:], head], strict=True):
+                trunk_at.append(len(out))
+                out.append((a, b, {"weight": trunk_weight}))
+            collect[group] = ({t: i for i, t in enumerate(tails)}, js, trunk_at)
         # edges between children stay straight before edges to ports (which give way, like bus branches), and
         # an edge from one layer of a stack into the next gives way to the edge aligning them (_stacked_layers)
         weight = 0 if (tail, head) in stack else STRAIGHT if max(tail, head) < n else \
@@ -63,6 +75,12 @@ def _dot_edges(key: tuple) -> tuple[list[tuple[int, int, dict[str, object]]], li
         attrs: dict[str, object] = {"weight": weight}
         out_at = {"tailport": f"o{tport}:{OUT_SIDE[rankdir]}"} if tport >= 0 else {}
         in_at = {"headport": f"i{hport}:{IN_SIDE[rankdir]}"} if hport >= 0 else {}
+        if group <= -2:
+            place, js, trunk_at = collect[group]
+            i = place[tail]
+            follow.append([len(out), *trunk_at[i:]])
+            out.append((tail, js[i], {"weight": BRANCH, **out_at}))
+            continue
         if group < 0:
             follow.append([len(out)])
             out.append((tail, head, {**attrs, **out_at, **in_at}))
@@ -150,17 +168,11 @@ def piece_dot(key: tuple) -> tuple[str, list[tuple[int, int, dict[str, object]]]
         if ins or outs:
             attrs.update(shape="box", margin="0", label=port_table(rankdir, w, h, ins, outs))
         g.add_node(pydot.Node(i, **attrs))  # type: ignore[arg-type]  # int names: no quoting scan
-    fed: dict[int, int] = {}
-    for _t, h, _a in edges:
-        fed[h] = fed.get(h, 0) + 1
     for rank, first, count in (("min", n, n_in), ("max", n + n_in, n_out)):
         if count:
             sub = pydot.Subgraph(rank=rank)
             for s in range(first, first + count):
-                # a shared out-port (pieces.MERGED) takes its edges in the order they were written, the order
-                # the model ran them: dot's own ordering put GPT-2's cache port beside the last hidden state's
-                # and drew the 12 blocks' cache edges across the edge into ``ln_f`` (24 crossings, now 0)
-                sub.add_node(pydot.Node(s, **({"ordering": "in"} if rank == "max" and fed.get(s, 0) > 1 else {})))
+                sub.add_node(pydot.Node(s))  # type: ignore[arg-type]
             g.add_subgraph(sub)
     for j in range(n + n_in + n_out, slots):
         g.add_node(pydot.Node(j))  # type: ignore[arg-type]
