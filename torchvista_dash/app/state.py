@@ -16,7 +16,7 @@ from ..layout import layout_view, reporting
 from ..layout.types import Layout
 from ..options import DEFAULT_NODE_BUDGET, DEFAULT_VIEW, DrawOptions, ViewOptions
 from ..pipeline import paint_of
-from ..render import UIREVISION, make_figure
+from ..render import UIREVISION, figure_dict
 from ..view_types import ViewSpec, VisibleGraph
 from . import pictures, progress, registry
 from .precompute import Precomputer
@@ -109,8 +109,7 @@ def drawn_figure(trace_id: str, spec: ViewSpec, draw: DrawOptions) -> pictures.D
         lay = layout_of(trace_id, spec, draw.rankdir)
         paint = paint_of(graph, vg, draw, entry.trace.paint(vg, draw.theme))
         collect = pictures.Collector()
-        fig = make_figure(graph, vg, lay, paint=paint, picture_source=collect, **draw.for_render())
-        return collect.drawn(fig.to_plotly_json())
+        return collect.drawn(figure_dict(graph, vg, lay, paint=paint, picture_source=collect, **draw.for_render()))
 
     if (spec, draw) not in entry.figures:
         # said before the cache: a request waiting for another thread's drawing of this figure says so too

@@ -19,7 +19,7 @@ What the app can rely on in a figure from ``make_figure``:
 
 from __future__ import annotations
 
-from .figure import SCROLL_CONFIG, UIREVISION, make_figure
+from .figure import SCROLL_CONFIG, UIREVISION, figure_dict, make_figure
 from .style import THEMES
 
-__all__ = ["SCROLL_CONFIG", "THEMES", "UIREVISION", "make_figure"]
+__all__ = ["SCROLL_CONFIG", "THEMES", "UIREVISION", "figure_dict", "make_figure"]
