@@ -19,6 +19,7 @@ BENCHMARKS = [
     ("vs_torchvista", ["bench_vs_torchvista.py"]),
     ("dash_floor", ["bench_dash_floor.py"]),
     ("zoom_parts", ["bench_zoom_parts.py"]),
+    ("figure_build", ["bench_figure_build.py"]),
     ("diff", ["bench_diff.py"]),
     ("load", ["bench_load.py"]),
     ("trace_file", ["bench_trace_file.py"]),
