@@ -271,3 +271,29 @@ def test_an_empty_batch_first_does_not_hide_later_flops() -> None:
     t = trace_model(Mat(), args)
     total, _ = _reference(Mat(), args, {})
     assert total > 0 and t.stats()[0]["flops"] == total
+
+
+def test_a_function_raising_type_error_runs_once() -> None:
+    # FLOP measuring must not take the model's own TypeError for an unhashable call key and run the function
+    # a second time under the counter (a second run of code with side effects)
+    from torch.overrides import handle_torch_function, has_torch_function
+
+    calls: list[bool] = []
+
+    def step(x: torch.Tensor, fail: bool) -> torch.Tensor:
+        if has_torch_function((x,)):
+            return handle_torch_function(step, (x,), x, fail)
+        calls.append(fail)
+        if fail:
+            raise TypeError("the model's own TypeError")
+        return x + 1
+
+    class Twice(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return step(step(x, False), True)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = trace_model(Twice(), torch.rand(2))
+    assert t.failed and "the model's own TypeError" in t.graph.error.message
+    assert calls == [False, True]

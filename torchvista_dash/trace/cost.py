@@ -103,17 +103,18 @@ class FlopMeter:
     def run(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         key: tuple[Any, ...] | None = None
         exact: tuple[Any, ...] | None = None
-        try:
+        known = False     # what it counts is known: it runs plainly (outside the try: a TypeError it raises is
+        try:              # the model's, and must not run it a second time under the counter)
             if func in self.counting:
                 # the formulas read shapes and arguments only: the same call shape counts the same, so it is
                 # counted once (12 identical decoder layers: the first one measured)
                 exact = _call_key(func, args, kwargs)
                 if exact is not None and exact in self.known:
                     self.last = self.known[exact]
-                    return func(*args, **kwargs)
+                    known = True
             elif func in self.scalar:
                 self.last = 0
-                return func(*args, **kwargs)
+                known = True
             else:
                 # ``func`` and the ranks of its first tensor arguments (-1: a parameter or other subclass, whose
                 # ``dim()`` could run a Python ``__torch_function__``): ``matmul`` of two vectors counts none,
@@ -127,9 +128,11 @@ class FlopMeter:
                 key = tuple(ranks)
                 if key in self.none:
                     self.last = 0
-                    return func(*args, **kwargs)
+                    known = True
         except TypeError:   # an unhashable callable or argument: measure it every time
             key = exact = None
+        if known:
+            return func(*args, **kwargs)
         c = self.counter
         before = c.total
         out: Any = None
