@@ -4,8 +4,10 @@ Command (from the repository root):
     .venv/bin/python docs/make_images.py        # or: make images
 
 Writes docs/img/gallery.png (default view), docs/img/expanded.png (one module opened by a click),
-docs/img/failed.png (the failing demo), docs/img/dark.png (dark theme) and docs/img/first_picture.png (what
-the page shows before Dash's scripts have run: taken with JavaScript off).
+docs/img/failed.png (the failing demo), docs/img/dark.png (dark theme), docs/img/first_picture.png (what
+the page shows before Dash's scripts have run: taken with JavaScript off), and two static exports:
+docs/img/cost_flops.png (the GPT demo coloured by FLOPs) and docs/img/diff_gpt2.png (GPT-2 from its config,
+2 against 3 layers).
 """
 
 from __future__ import annotations
@@ -48,6 +50,29 @@ def click(page: Any, vid: str) -> None:
     page.wait_for_timeout(600)
 
 
+def exports() -> None:
+    """The README's static pictures, written by the exports themselves (Trace.export, Diff.export)."""
+    import warnings
+
+    import torch
+    from transformers import GPT2Config, GPT2Model
+
+    from torchvista_dash import compare, trace_model
+    from torchvista_dash.demos import demo_trace
+
+    demo_trace("gpt").export(OUT / "cost_flops.png", color_by="flops")
+
+    def gpt2(n_layer: int) -> Any:
+        torch.manual_seed(0)
+        cfg = GPT2Config(n_layer=n_layer, n_embd=64, n_head=2, vocab_size=128, n_positions=64, bos_token_id=0,
+                         eos_token_id=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return trace_model(GPT2Model(cfg).eval(), (torch.randint(0, 128, (1, 8)),), {"use_cache": False})
+
+    compare(gpt2(2), gpt2(3)).export(OUT / "diff_gpt2.png", fold_repeats=False)
+
+
 def main() -> None:
     from playwright.sync_api import sync_playwright
 
@@ -82,8 +107,9 @@ def main() -> None:
             browser.close()
     finally:
         srv.stop()
+    exports()
     time.sleep(0.1)
-    for name in ("gallery", "expanded", "failed", "dark", "first_picture"):
+    for name in ("gallery", "expanded", "failed", "dark", "first_picture", "cost_flops", "diff_gpt2"):
         print(OUT / f"{name}.png")
 
 
