@@ -202,6 +202,29 @@ class MLP(nn.Module):
         return self.layers(x)
 
 
+class ResidualLayer(nn.Module):
+    def __init__(self, dim: int = 16) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.fc = nn.Linear(dim, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + torch.nn.functional.gelu(self.fc(self.norm(x)))
+
+
+class Tower(nn.Module):
+    """``n`` residual layers: every op open, a column of about 4 boxes and 3 clusters per layer."""
+
+    def __init__(self, n: int = 16) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(ResidualLayer() for _ in range(n))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
 def _x(*shape: int) -> torch.Tensor:
     return torch.randn(*shape, generator=torch.Generator().manual_seed(0))
 

@@ -16,8 +16,8 @@ from support_app import (
     wait_settled,
     without_page_scripts,
 )
+from support_models import Tower
 from support_picture import drawn_labels, first_picture_labels, target_boxes
-from torch import nn
 
 from torchvista_dash import trace_model
 from torchvista_dash.app.firstpaint import PICTURE_ID
@@ -25,29 +25,6 @@ from torchvista_dash.app.server import make_app
 
 pytestmark = pytest.mark.browser
 M = "main"
-
-
-class Layer(nn.Module):
-    def __init__(self, dim: int = 16) -> None:
-        super().__init__()
-        self.norm = nn.LayerNorm(dim)
-        self.fc = nn.Linear(dim, dim)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + torch.nn.functional.gelu(self.fc(self.norm(x)))
-
-
-class Tower(nn.Module):
-    """Sixteen residual layers: every op open, a column of about a hundred boxes."""
-
-    def __init__(self, n: int = 16) -> None:
-        super().__init__()
-        self.layers = nn.ModuleList(Layer() for _ in range(n))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for layer in self.layers:
-            x = layer(x)
-        return x
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from support_app import (
     wait_ids,
     wait_settled,
 )
-from torch import nn
+from support_models import Tower
 
 from torchvista_dash import trace_model
 from torchvista_dash.app import exporting, hitlayer, registry, state, viewstep
@@ -32,35 +32,12 @@ from torchvista_dash.render import hits
 M = "main"
 
 
-class Layer(nn.Module):
-    def __init__(self, dim: int = 16) -> None:
-        super().__init__()
-        self.norm = nn.LayerNorm(dim)
-        self.fc = nn.Linear(dim, dim)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + torch.nn.functional.gelu(self.fc(self.norm(x)))
-
-
-class Tower(nn.Module):
-    """260 residual layers, every op open: a column of about 1,040 boxes and 780 clusters."""
-
-    def __init__(self, n: int = 260) -> None:
-        super().__init__()
-        self.layers = nn.ModuleList(Layer() for _ in range(n))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for layer in self.layers:
-            x = layer(x)
-        return x
-
-
 EVERY_OP = ViewOptions(depth=None, fold_repeats=False)
 
 
 @pytest.fixture(scope="module")
 def tower() -> Any:
-    return trace_model(Tower(), torch.zeros(2, 16))
+    return trace_model(Tower(260), torch.zeros(2, 16))
 
 
 @pytest.fixture(scope="module")
