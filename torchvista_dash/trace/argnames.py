@@ -15,7 +15,7 @@ A position still unnamed keeps its index (``"2"``), as old trace files have it.
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -95,8 +95,9 @@ def split(e: _Names, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tup
                 e.plans[key] = p
         if p.merge is None:
             names, values = p.names, args
-        else:                                    # the first `merge` args, then the rest as one
-            names, values = (*p.names[:p.merge], p.star), (*args[:p.merge], args[p.merge:])
+        else:                                    # the first `merge` args, then the rest as one (a plan
+            star = cast(str, p.star)             # merges only into its star parameter)
+            names, values = (*p.names[:p.merge], star), (*args[:p.merge], args[p.merge:])
     if kwargs:
         return (*names[:len(values)], *kwargs), (*values, *kwargs.values())
     return names, values
