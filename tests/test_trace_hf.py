@@ -155,7 +155,7 @@ def test_source_shortcut_matches_full_walk(name: str, monkeypatch: pytest.Monkey
     fast = trace_model(model, args, kwargs=kwargs).graph
 
     def full_walk(self: recorder.Recorder, f: Any) -> Any:
-        return self._walk(f)        # every frame from the op's caller outwards
+        return self._walk(f)[0]     # every frame from the op's caller outwards
 
     monkeypatch.setattr(recorder.Recorder, "source", full_walk)
     slow = trace_model(model, args, kwargs=kwargs).graph

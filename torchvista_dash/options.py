@@ -44,9 +44,10 @@ def depth_from_text(value: object) -> int | None:
             raise ValueError(f"depth must be a whole number ≥ 0, or -1/all for every op, not {value!r}") from None
     if isinstance(value, int) and not isinstance(value, bool) and value == EVERYTHING:
         return None
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:   # in the words the user wrote in
-        raise ValueError(f"depth must be a whole number ≥ 0, or -1/all for every op, not {value!r}")
-    return value
+    try:
+        return check_depth(value)
+    except ValueError:      # said in the words the user wrote in (no "None" on a command line or in a URL)
+        raise ValueError(f"depth must be a whole number ≥ 0, or -1/all for every op, not {value!r}") from None
 
 
 def depth_to_control(depth: int | None) -> int:

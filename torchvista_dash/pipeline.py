@@ -81,7 +81,7 @@ def export(trace: Trace, path: str | Path, fmt: str | None = None, *, expanded: 
     if kind == "json":
         return trace.save(path)
     graph = trace.graph
-    vg = view_of(graph, view, trace.default_expanded if expanded is None else expanded, unfolded)
+    vg = view_of(graph, view, trace.expanded_or_default(expanded), unfolded)
     paint = paint_of(graph, vg, draw, trace.paint(vg, draw.theme))
     if kind in static.STATIC_FORMATS:
         lay = layout_view(vg, rankdir=draw.rankdir)

@@ -58,7 +58,8 @@ class Trace:
         """Calls a view opens beyond its depth when no ``expanded`` is given (a diff opens down to its changes)."""
         return frozenset()
 
-    def _expanded(self, expanded: Iterable[str] | None) -> Iterable[str]:
+    def expanded_or_default(self, expanded: Iterable[str] | None) -> Iterable[str]:
+        """``expanded`` as given, or ``default_expanded`` when none is (figures, views, exports alike)."""
         return self.default_expanded if expanded is None else expanded
 
     def raise_if_failed(self) -> None:
@@ -104,7 +105,7 @@ class Trace:
 
         options = ViewOptions(depth=depth, fold_repeats=fold_repeats, show_params=show_params,
                               node_budget=DEFAULT_NODE_BUDGET if node_budget is None else node_budget)
-        return view_of(self.graph, options, self._expanded(expanded), unfolded)
+        return view_of(self.graph, options, self.expanded_or_default(expanded), unfolded)
 
     def layout(self, v: VisibleGraph | None = None, rankdir: str = "TB") -> Layout:
         """Node boxes, cluster boxes and edge paths for a view (the default view if none is given)."""
@@ -128,7 +129,7 @@ class Trace:
         from .view import view_of
 
         view, draw = split_options({"depth": depth, **options}, where="figure()")
-        vg = view_of(self.graph, view, self._expanded(expanded), unfolded)
+        vg = view_of(self.graph, view, self.expanded_or_default(expanded), unfolded)
         return figure_of(self.graph, vg, draw, paint=self.paint(vg, draw.theme))
 
     def to_html(self, path: str | Path, **options: Any) -> Path:

@@ -9,6 +9,7 @@ itself is bounded too: past ``max_traces()`` the least recently used entry goes,
 
 from __future__ import annotations
 
+import operator
 import os
 import threading
 from collections import OrderedDict
@@ -43,7 +44,7 @@ class Entry:
         self.views: Cache[ViewSpec, VisibleGraph] = Cache(VIEWS)
         self.layouts: Cache[tuple[ViewSpec, str], Layout] = Cache(LAYOUTS, max_bytes=LAYOUT_BYTES,
                                                                    weigh=layout_bytes)
-        self.figures: Cache[FigureKey, Drawn] = Cache(FIGURES, max_bytes=FIGURE_BYTES, weigh=_figure_bytes)
+        self.figures: Cache[FigureKey, Drawn] = Cache(FIGURES, max_bytes=FIGURE_BYTES, weigh=operator.attrgetter("nbytes"))
         self.pictures: Cache[FigureKey, bytes] = Cache(PICTURES)
         self.facts: Cache[str, Any] = Cache(FACTS)      # per-trace tables (e.g. the nodes inside each call)
 
@@ -57,10 +58,6 @@ def layout_bytes(layout: Layout) -> int:
     250 (within 5 % of tracemalloc on an 80-layer Llama every-op layout: 7.7 MB)."""
     points = sum(len(e.points) for e in layout.edges)
     return 104 * points + 330 * (len(layout.nodes) + len(layout.clusters)) + 250 * len(layout.edges)
-
-
-def _figure_bytes(drawn: Drawn) -> int:
-    return drawn.nbytes
 
 
 class UnknownTrace(KeyError):

@@ -46,7 +46,7 @@ def record_rejected(rec: Recorder, call: Any, error: BaseException) -> str | Non
         if parent is not None:
             rec.stack.pop()
     f = rec.failed_ops[-1]
-    rec.failed_ops[-1] = (f[0], f[1], rec._walk(call.frame), *f[3:])
+    rec.failed_ops[-1] = (f[0], f[1], rec._walk(call.frame)[0], *f[3:])
     return failed_node(rec, error)
 
 

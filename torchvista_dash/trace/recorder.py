@@ -95,7 +95,7 @@ class Recorder(Sites):
             return
         # Ops inside a built-in module run in torch code: their user-code location is where the module was
         # called. Find it once per call here rather than by a long walk for every op (see ``Sites.source``).
-        site = self._walk(sys._getframe(1)) if self.builtin[mid] else None
+        site = self._walk(sys._getframe(1))[0] if self.builtin[mid] else None
         self.sites.append(site)
         self.queue.append((1, module, site))
 

@@ -35,19 +35,11 @@ class Sites:
         If the first few frames are all torch code and the innermost module call is a built-in one, the answer
         is that call's site (found once by the pre-hook): the frames in between are the module's own.
         """
-        cache = self.code_cache
-        for _ in range(4):
-            if f is None:
-                return None
-            code = f.f_code
-            e = cache.get(id(code))
-            if e is None or e[0] is not code:
-                e = self._classify(code)
-            if e[1] is not None:
-                return (e[1], code, f.f_lasti)
-            f = f.f_back
+        site, rest = self._walk(f, 4)
+        if site is not None or rest is None:
+            return site
         site = self.sites[-1] if self.sites else None
-        return site if site is not None else self._walk(f)
+        return site if site is not None else self._walk(rest)[0]
 
     def _classify(self, code: Any) -> tuple[Any, str | None]:
         fn = code.co_filename
@@ -55,18 +47,20 @@ class Sites:
         e = self.code_cache[id(code)] = (code, None if inside else source_path(fn))
         return e
 
-    def _walk(self, f: Any) -> tuple[str, Any, int] | None:
-        """(file, code, offset) of the first frame from ``f`` outwards that is outside torch and this package."""
+    def _walk(self, f: Any, limit: int = -1) -> tuple[tuple[str, Any, int] | None, Any]:
+        """(file, code, offset) of the first frame from ``f`` outwards that is outside torch and this package,
+        looking at most ``limit`` frames (-1: all); and the frame it stopped at (None: it ran out of frames)."""
         cache = self.code_cache
-        while f is not None:
+        while f is not None and limit != 0:
             code = f.f_code
             e = cache.get(id(code))
             if e is None or e[0] is not code:
                 e = self._classify(code)
             if e[1] is not None:
-                return (e[1], code, f.f_lasti)
+                return (e[1], code, f.f_lasti), f
             f = f.f_back
-        return None
+            limit -= 1
+        return None, f
 
 
 _LINES: dict[tuple[int, int], tuple[Any, str]] = {}      # (id(code), offset) -> (code, "file:line")
