@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -210,3 +212,26 @@ def test_traced_nested_repeats():
     spec = view.make_spec(g, expanded={"stages.1"})
     inner = [(n.id, n.count) for n in view.build_view(g, spec).nodes if n.kind == "folded"]
     assert inner == [("fold:mod:stages.1.layers.0", 4)]
+
+
+def test_opening_an_80_layer_models_kv_cache_costs_a_few_layouts_of_the_model_not_a_hundred() -> None:
+    # A click on the collapsed cache output of an 80-layer Llama (the models' default: KV cache on) sends its
+    # 160 tensors from 80 layers down to 160 boxes; dot's node placement spent 35-80 s on that root piece
+    # (about 100 layouts of the whole every-op view) until layout/dot.py's NSLIMIT capped it.
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(num_hidden_layers=80, hidden_size=32, intermediate_size=64, num_attention_heads=4,
+                                   num_key_value_heads=2, vocab_size=64)
+    model = transformers.LlamaModel(cfg).eval()
+    graph = trace_model(model, torch.randint(0, 64, (1, 4), generator=torch.Generator().manual_seed(0))).graph
+    spec = view.make_spec(graph, depth=None, fold_repeats=False)
+    every_op = view.build_view(graph, spec)
+    cache_open = view.build_view(graph, view.toggle(graph, spec, "io:output:cache"))
+    assert len(cache_open.nodes) == len(every_op.nodes) + 159       # 160 cached tensors instead of one box
+    times = []
+    for vg in (every_op, cache_open):
+        layout.clear_cache()
+        t0 = time.perf_counter()
+        lay = layout.layout_view(vg)
+        times.append(time.perf_counter() - t0)
+        check_geometry(vg, lay)
+    assert times[1] < 20 * times[0], times

@@ -120,6 +120,24 @@ def test_small_layouts_pass_big_ones_and_clicks_pass_background_work(monkeypatch
     assert order == ["running", "click", "background"]
 
 
+def test_a_clicks_big_layout_runs_beside_a_big_background_one_which_keeps_a_core_free(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(run.JOBS_ENV, "2")
+    slots, order, go = run.Slots(), [], threading.Event()
+    big = run.HEAVY_BYTES * 2
+    holders = [_holder(slots, big, order, "neighbour", go, bg=True)]     # the precomputer's big layout
+    _wait_for(lambda: order == ["neighbour"])
+    holders.append(_holder(slots, 100, order, "second neighbour", go, bg=True))
+    time.sleep(0.2)
+    holders.append(_holder(slots, big, order, "click", go))      # a big interactive layout: the free core
+    _wait_for(lambda: order == ["neighbour", "click"])
+    assert slots.busy() == 2
+    go.set()
+    for t in holders:
+        t.join(timeout=10)
+    assert order == ["neighbour", "click", "second neighbour"]
+
+
 def test_a_run_that_waits_too_long_for_a_core_says_graphviz_is_busy(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(run.JOBS_ENV, "1")
     slots, order, release = run.Slots(), [], threading.Event()

@@ -20,14 +20,14 @@ from typing import Any
 import orjson
 import pydot
 
-from .dot import NODESEP, RANKSEP, SPLINES
+from .dot import NODESEP, NSLIMIT, RANKSEP, SPLINES
 from .dotpool import run_graphs
 from .pieceread import PieceLayout, read_piece
 from .porttable import port_table
 from .run import GraphvizError
 
 PORT_SIZE = 0.02          # inches: ports and bus junctions are points, not boxes
-GRAPH_ATTRS = {"nodesep": NODESEP, "ranksep": RANKSEP, "splines": SPLINES}
+GRAPH_ATTRS = {"nodesep": NODESEP, "ranksep": RANKSEP, "splines": SPLINES, "nslimit": NSLIMIT}
 SINK_ROW = 4   # more end boxes than this fed by one child are stacked in rows
 IN_SIDE = {"TB": "n", "BT": "s", "LR": "w", "RL": "e"}     # the side of a box that faces the first rank
 OUT_SIDE = {"TB": "s", "BT": "n", "LR": "e", "RL": "w"}

@@ -104,15 +104,18 @@ def background() -> Iterator[None]:
 
 class Slots:
     """Admission to the cores: at most ``max_jobs()`` runs at once. Waiting runs go in order of (background,
-    size, arrival), and big runs (``HEAVY_BYTES`` of DOT and more) hold at most all slots but one, so a small
-    layout (a click on a small model, a collapsed view) never waits behind big ones. A run that has waited
-    ``AGE_S`` goes before the ones that have not, by arrival, so a stream of small ones never starves a big one."""
+    size, arrival), and big interactive runs (``HEAVY_BYTES`` of DOT and more) hold at most all slots but one,
+    so a small layout (a click on a small model, a collapsed view) never waits behind big ones. Background runs
+    also hold at most all slots but one, and do not count against the interactive runs' share: a click's big
+    layout never waits for a speculative one (the 80-layer view's first close waited 15-120 s behind the
+    precomputed layout of its opened KV cache). A run that has waited ``AGE_S`` goes before the ones that have
+    not, by arrival, so a stream of small ones never starves a big one."""
 
     AGE_S = 2.0
 
     def __init__(self) -> None:
         self._cv = threading.Condition()
-        self._busy = self._heavy = 0
+        self._busy = self._heavy = self._speculative = 0     # runs, big interactive runs, background runs
         self._waiting: list[tuple[bool, int, int, float]] = []     # (background, size, arrival number, since)
         self._seq = 0
         self.stats = {"runs": 0, "waited": 0, "max_busy": 0}
@@ -126,7 +129,8 @@ class Slots:
             return (t[0], fresh, t[1] if fresh else 0, t[2])
 
         for t in sorted(self._waiting, key=order):
-            if self._busy < limit and (t[1] < HEAVY_BYTES or self._heavy < heavy_limit):
+            share = self._speculative < heavy_limit if t[0] else (t[1] < HEAVY_BYTES or self._heavy < heavy_limit)
+            if self._busy < limit and share:
                 return t == ticket          # the first waiter that can run now is the one to go
         return False
 
@@ -134,10 +138,11 @@ class Slots:
     def hold(self, size: int, timeout: float) -> Iterator[None]:
         """One slot for a run of ``size`` bytes of DOT; GraphvizError after ``timeout`` s of waiting."""
         limit = max_jobs()
-        heavy = size >= HEAVY_BYTES
+        speculative = bool(getattr(_background, "on", False))
+        heavy = size >= HEAVY_BYTES and not speculative
         with self._cv:
             self._seq += 1
-            ticket = (bool(getattr(_background, "on", False)), size, self._seq, time.monotonic())
+            ticket = (speculative, size, self._seq, time.monotonic())
             self._waiting.append(ticket)
             deadline = time.monotonic() + timeout
             try:
@@ -156,6 +161,7 @@ class Slots:
                 self._cv.notify_all()
             self._busy += 1
             self._heavy += heavy
+            self._speculative += speculative
             self.stats["runs"] += 1
             self.stats["max_busy"] = max(self.stats["max_busy"], self._busy)
         try:
@@ -164,6 +170,7 @@ class Slots:
             with self._cv:
                 self._busy -= 1
                 self._heavy -= heavy
+                self._speculative -= speculative
                 self._cv.notify_all()
 
     def busy(self) -> int:
