@@ -52,6 +52,28 @@ def test_stale_jobs_are_dropped_unrun_and_the_worker_waits_for_quiet() -> None:
     assert done.wait(10) and time.monotonic() - started >= 0.3   # not before the answer could go out
 
 
+def test_the_worker_waits_while_any_flask_app_answers_a_request_and_a_moment_after() -> None:
+    # the page fetching the pictures of the answer that queued the work: the work would take a core from it
+    import flask
+
+    app = flask.Flask("someone_elses_dash_app")
+    entered, release = threading.Event(), threading.Event()
+    app.add_url_rule("/picture", "picture", lambda: (entered.set(), release.wait(30), "svg")[2])
+    p = Precomputer(delay_s=0.2)
+    p.watch_requests()
+    fetch = threading.Thread(target=lambda: app.test_client().get("/picture"), daemon=True)
+    fetch.start()
+    assert entered.wait(10)
+    done = threading.Event()
+    p.submit("neighbour", done.set)
+    assert not done.wait(0.6)                        # past delay_s, but a request is still being answered
+    ended = time.monotonic()
+    release.set()
+    fetch.join(10)
+    assert done.wait(10) and time.monotonic() - ended >= 0.2    # and the quiet time after it
+    assert p.wait_idle(10) and p.stats["run"] == 1
+
+
 def test_many_clicks_keep_the_queue_and_caches_bounded(dot_binary: str) -> None:
     data = store_for("gpt")
     tid = data["trace"]

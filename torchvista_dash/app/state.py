@@ -141,6 +141,7 @@ def uirevision(rev: int) -> str:
 
 # ---- the likely next clicks, in the background ---------------------------------------------
 precomputer = Precomputer()
+precomputer.watch_requests()
 
 
 def precompute_neighbours(trace_id: str, spec: ViewSpec, draw: DrawOptions, limit: int = NEIGHBOURS) -> None:
