@@ -5,13 +5,16 @@ Command (from the repository root):
     .venv/bin/python bench/bench_figure_build.py [--model llama80] [--repeat 3]
 
 ``--model``: a model of bench_vs_torchvista.py, drawn every op and unfolded (its ``?fold_repeats=0`` view). The
-layout is made once, before timing; pictures go to the app's picture store as in the app. Writes the medians,
-whether both give the same JSON, and the load average to bench/results/figure_build.md and prints them.
+layout is made once, before timing; pictures go to the app's picture store as in the app. Also what one full
+garbage collection costs with the trace, its layout and figures alive, and after ``gc.freeze()`` (what ``serve``
+does once it has traced). Writes the medians, whether both give the same JSON, and the load average to
+bench/results/figure_build.md and prints them.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -47,12 +50,25 @@ def main() -> None:
         b = figure_dict(t.graph, vg, lay, picture_source=Collector())
         times["figure_dict"].append(time.perf_counter() - t0)
     same = json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    collect: dict[str, float] = {}
+    for name in ("as it is", "after gc.freeze()"):
+        if name != "as it is":
+            gc.freeze()
+        runs = []
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            gc.collect()
+            runs.append(time.perf_counter() - t0)
+        collect[name] = statistics.median(runs)
+    gc.unfreeze()
     load1 = os.getloadavg()
     lines = ["# Building a view's figure on the server", "",
              f"Command: `.venv/bin/python bench/bench_figure_build.py --model {args.model} --repeat {args.repeat}`", "",
              f"{args.model}, every op, unfolded: {len(vg.nodes):,} boxes; median of {args.repeat}, interleaved.", "",
              "| figure | seconds (median) | each |", "|---|---:|---|"]
     lines += [f"| {name} | {statistics.median(v):.2f} | {', '.join(f'{x:.2f}' for x in v)} |" for name, v in times.items()]
+    lines += ["", "One full garbage collection with all that alive (median, ms): "
+              + ", ".join(f"{name} {v * 1000:.0f}" for name, v in collect.items()) + "."]
     lines += ["", f"Same JSON: {same}. 1-minute load average {load0[0]:.1f} at the start, {load1[0]:.1f} at the end "
               "(2 cores).", ""]
     RESULTS.write_text("\n".join(lines), encoding="utf-8")
