@@ -11,8 +11,9 @@ same pixels there and no seam shows between them.
 
 from __future__ import annotations
 
-import bisect
 import math
+
+import numpy as np
 
 from ..layout.types import Box
 
@@ -80,24 +81,36 @@ class Grid:
         top, bottom = at(self.ycuts, j, -ov), at(self.ycuts, j + 1, ov)
         return (x0 + left, y1 - bottom, x0 + right, y1 - top)
 
-    @staticmethod
-    def _span(lo: float, hi: float, cuts: list[float]) -> range:
-        n = len(cuts) - 1
-        a = max(0, min(n - 1, bisect.bisect_right(cuts, lo - OVERLAP) - 1))
-        b = max(0, min(n - 1, bisect.bisect_right(cuts, hi + OVERLAP) - 1))
-        return range(a, b + 1)
-
     def sort(self, layers: list[list[Item]]) -> dict[Cell, list[list[str]]]:
-        """Per cell that anything draws in: each layer's elements that may draw there, in their order."""
-        out: dict[Cell, list[list[str]]] = {}
-        x0, _, _, y1 = self.ext
+        """Per cell that anything draws in: each layer's elements that may draw there, in their order. The
+        cells an element spans are found for all of a layer's elements at once (``_spans``): one by one, that
+        was 0.1 s of an 80-layer view's 0.6 s figure."""
         n = len(layers)
+        if len(self) == 1:
+            return {(0, 0): [[text for _, text in items] for items in layers]} if any(layers) else {}
+        out: dict[Cell, list[list[str]]] = {}
         for li, items in enumerate(layers):
-            for (bx0, by0, bx1, by1), text in items:
-                for i in self._span(bx0 - x0, bx1 - x0, self.xcuts):
-                    for j in self._span(y1 - by1, y1 - by0, self.ycuts):
+            if not items:
+                continue
+            i0, i1, j0, j1 = self._spans([box for box, _ in items])
+            for a, b, c, d, (_, text) in zip(i0, i1, j0, j1, items, strict=True):
+                for i in range(a, b + 1):
+                    for j in range(c, d + 1):
                         cell = out.get((i, j))
                         if cell is None:
                             cell = out[(i, j)] = [[] for _ in range(n)]
                         cell[li].append(text)
         return out
+
+    def _spans(self, boxes: list[Box]) -> tuple[list[int], list[int], list[int], list[int]]:
+        """First and last column, first and last row of the cells each box (points, y up) may draw in,
+        ``OVERLAP`` included."""
+        x0, _, _, y1 = self.ext
+        b = np.asarray(boxes, dtype=np.float64)
+        xcuts, ycuts = np.asarray(self.xcuts), np.asarray(self.ycuts)
+
+        def cell(cuts: np.ndarray, at: np.ndarray) -> list[int]:
+            return np.clip(np.searchsorted(cuts, at, side="right") - 1, 0, len(cuts) - 2).tolist()
+
+        return (cell(xcuts, b[:, 0] - x0 - OVERLAP), cell(xcuts, b[:, 2] - x0 + OVERLAP),
+                cell(ycuts, y1 - b[:, 3] - OVERLAP), cell(ycuts, y1 - b[:, 1] + OVERLAP))
