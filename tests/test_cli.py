@@ -402,3 +402,38 @@ def test_serve_no_fold_repeats_draws_and_prepares_the_unfolded_view(tmp_path: Pa
     finally:
         proc.terminate()
         proc.communicate(timeout=20)
+
+
+def test_a_server_stopped_with_sigterm_leaves_no_graphviz_running(tmp_path: Path) -> None:
+    # the real dot, started 30 s late: the server is stopped while its first page's layout still runs
+    pids = tmp_path / "dot.pids"
+    slow_dot = tmp_path / "slow_dot"
+    slow_dot.write_text(f"#!{sys.executable}\nimport os, shutil, sys, time\n"
+                        f"open({str(pids)!r}, 'a').write(f'{{os.getpid()}}\\n')\n"
+                        "time.sleep(30)\nos.execv(shutil.which('dot'), ['dot', *sys.argv[1:]])\n")
+    slow_dot.chmod(0o755)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TVD_DOT": str(slow_dot)}
+    proc = subprocess.Popen([sys.executable, "-m", "torchvista_dash", "serve", "unet", "--port", "0"], cwd=tmp_path,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = served_url(proc)
+        try:
+            requests.get(url, timeout=2)        # its first view goes to a layout that will not end soon
+        except requests.exceptions.Timeout:
+            pass
+        deadline = time.monotonic() + 20
+        while not (pids.exists() and pids.read_text().strip()):
+            assert time.monotonic() < deadline, "no dot was started"
+            time.sleep(0.1)
+        started = [int(p) for p in pids.read_text().split()]
+        assert all(os.path.exists(f"/proc/{p}") for p in started)      # laying out (or waiting to)
+        proc.terminate()
+        assert proc.wait(timeout=10) == 0
+        deadline = time.monotonic() + 5
+        while any(os.path.exists(f"/proc/{p}") for p in started):
+            assert time.monotonic() < deadline, "a dot outlived its server"
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html as html_text
 import logging
+import signal
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
@@ -288,11 +289,19 @@ def serve_forever(app: dash.Dash, host: str = "127.0.0.1", port: int = 8050) -> 
 
     allow_hosts(app, [host])
     server = make_server(host, port, app.server, threaded=True)
+    if threading.current_thread() is threading.main_thread():
+        # stopped with SIGTERM (a service manager, `kill`), exit as on Ctrl-C: what runs at exit then runs too
+        # (layout.run.kill_children: no dot of ours goes on laying out after us)
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
     print(f"torchvista_dash serving on http://{host}:{server.server_port}/  (Ctrl-C to stop)", flush=True)
     try:
         server.serve_forever()
     finally:
         server.server_close()
+
+
+def _exit_on_sigterm(_signum: int, _frame: object) -> None:
+    raise SystemExit(0)
 
 
 class BackgroundServer:

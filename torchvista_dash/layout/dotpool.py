@@ -12,7 +12,6 @@ from __future__ import annotations
 import atexit
 import os
 import selectors
-import subprocess
 import threading
 import time
 
@@ -25,6 +24,7 @@ from .run import (
     enlarge_pipes,
     find_dot,
     slots,
+    spawn,
 )
 
 PROBE = "digraph { a -> b }"    # a new process must answer this before it is trusted with a batch
@@ -41,8 +41,7 @@ class DotServer:
     def __init__(self, exe: str, fmt: str) -> None:
         self.fmt = fmt
         try:
-            self.proc = subprocess.Popen([exe, f"-T{fmt}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE)
+            self.proc = spawn([exe, f"-T{fmt}"])
         except OSError:
             raise GraphvizNotFound(f"Graphviz `dot` at {exe} could not be started") from None
         assert self.proc.stdin is not None and self.proc.stdout is not None and self.proc.stderr is not None

@@ -11,6 +11,7 @@ background ones, and big ones never hold every slot.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import math
 import os
@@ -19,6 +20,7 @@ import shutil
 import subprocess
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import NoReturn
@@ -181,6 +183,28 @@ class Slots:
 slots = Slots()
 
 
+_children: weakref.WeakSet[subprocess.Popen[bytes]] = weakref.WeakSet()   # every Graphviz process started
+
+
+def spawn(argv: list[str]) -> subprocess.Popen[bytes]:
+    """A Graphviz process with pipes on all three streams, killed at exit if it still runs (``kill_children``)."""
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _children.add(proc)
+    return proc
+
+
+def kill_children() -> None:
+    """Kill every Graphviz process still running. At exit: a dot laying out when its server stopped went on
+    for as long as its layout took (an uncapped 80-layer piece: 35-80 s), as an orphan."""
+    for proc in list(_children):
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+atexit.register(kill_children)
+
+
 def find_program(program: str = "dot") -> str:
     """Path of a Graphviz program (``dot``, ``neato``): the one beside ``$TVD_DOT`` when that is set, else
     on PATH; GraphvizNotFound saying how to install Graphviz otherwise."""
@@ -235,8 +259,7 @@ class DotRun:
         exe = find_program(program)
         self.program = program
         try:
-            self._proc: subprocess.Popen[bytes] | None = subprocess.Popen(
-                [exe, *args, f"-T{fmt}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            self._proc: subprocess.Popen[bytes] | None = spawn([exe, *args, f"-T{fmt}"])
         except OSError:
             raise GraphvizNotFound(f"Graphviz `{program}` at {exe} could not be started. {INSTALL_HINT}") from None
         enlarge_pipes(self._proc)
