@@ -34,7 +34,7 @@ class Precomputer:
         self.max_jobs, self.max_age_s, self.delay_s = max_jobs, max_age_s, delay_s
         self._jobs: OrderedDict[Hashable, tuple[float, Callable[[], None]]] = OrderedDict()
         self._cv = threading.Condition()
-        self._last_submit = 0.0
+        self._busy_at = 0.0          # the last submission, or the end of the last request
         self._in_flight = 0          # requests being answered now (watch_requests)
         self._thread: threading.Thread | None = None
         self._running: Hashable | None = None
@@ -44,7 +44,7 @@ class Precomputer:
         """Queue ``work`` under ``key`` (newest first); a key queued or running already is not queued again."""
         now = time.monotonic()
         with self._cv:
-            self._last_submit = now
+            self._busy_at = now
             if key in self._jobs or key == self._running:
                 self.stats["duplicates"] += 1
                 if key in self._jobs:
@@ -61,27 +61,21 @@ class Precomputer:
                 self._thread.start()
             self._cv.notify()
 
-    def request_began(self) -> None:
-        with self._cv:
-            self._in_flight += 1
-
-    def request_ended(self) -> None:
-        with self._cv:
-            self._in_flight = max(0, self._in_flight - 1)
-            self._last_submit = max(self._last_submit, time.monotonic())
-            self._cv.notify()
-
     def watch_requests(self) -> None:
         """Hold the worker while any Flask app of this process answers a request, and ``delay_s`` after.
         Flask's signals reach every app, a user's own Dash app included, without a handle on it."""
-        flask.request_started.connect(self._began, weak=False)
-        flask.request_tearing_down.connect(self._ended, weak=False)     # sent even when the request failed
+        flask.request_started.connect(self._request_began, weak=False)
+        flask.request_tearing_down.connect(self._request_ended, weak=False)     # sent even when it failed
 
-    def _began(self, _sender: object, **_extra: object) -> None:
-        self.request_began()
+    def _request_began(self, _sender: object, **_extra: object) -> None:
+        with self._cv:
+            self._in_flight += 1
 
-    def _ended(self, _sender: object, **_extra: object) -> None:
-        self.request_ended()
+    def _request_ended(self, _sender: object, **_extra: object) -> None:
+        with self._cv:
+            self._in_flight = max(0, self._in_flight - 1)
+            self._busy_at = max(self._busy_at, time.monotonic())
+            self._cv.notify()
 
     def pending(self) -> int:
         """Jobs queued or running now."""
@@ -104,7 +98,7 @@ class Precomputer:
                 while self._jobs and now - next(iter(self._jobs.values()))[0] > self.max_age_s:
                     self._jobs.popitem(last=False)          # the oldest first: drop all that went stale
                     self.stats["dropped_stale"] += 1
-                quiet = self._last_submit + self.delay_s - now
+                quiet = self._busy_at + self.delay_s - now
                 if self._jobs and quiet <= 0 and not self._in_flight:
                     key, (_, work) = self._jobs.popitem(last=True)
                     self._running = key

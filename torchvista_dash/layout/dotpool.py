@@ -9,7 +9,6 @@ that is not what was asked, is killed, never reused.
 
 from __future__ import annotations
 
-import atexit
 import os
 import selectors
 import threading
@@ -173,12 +172,11 @@ def idle_pids() -> list[int]:
 
 
 def shut_down() -> None:
-    """Stop every idle dot process (at exit, and for tests that count processes)."""
+    """Stop every idle dot process (for tests that count processes; at exit ``run.kill_children`` stops every
+    dot, idle or busy)."""
     with _lock:
         servers = [s for group in _idle.values() for s in group]
         _idle.clear()
     for s in servers:
         s.kill()
 
-
-atexit.register(shut_down)

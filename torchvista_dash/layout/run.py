@@ -123,7 +123,7 @@ class Slots:
         self.stats = {"runs": 0, "waited": 0, "max_busy": 0}
 
     def _may_go(self, ticket: tuple[bool, int, int, float], limit: int) -> bool:
-        heavy_limit = max(1, limit - 1)
+        all_but_one = max(1, limit - 1)
         now = time.monotonic()
 
         def order(t: tuple[bool, int, int, float]) -> tuple[bool, bool, int, int]:
@@ -131,7 +131,7 @@ class Slots:
             return (t[0], fresh, t[1] if fresh else 0, t[2])
 
         for t in sorted(self._waiting, key=order):
-            share = self._speculative < heavy_limit if t[0] else (t[1] < HEAVY_BYTES or self._heavy < heavy_limit)
+            share = self._speculative < all_but_one if t[0] else (t[1] < HEAVY_BYTES or self._heavy < all_but_one)
             if self._busy < limit and share:
                 return t == ticket          # the first waiter that can run now is the one to go
         return False
