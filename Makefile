@@ -12,13 +12,14 @@ TORCH_PIN = $(shell grep -E '^torch==' requirements-dev.txt)
 .PHONY: serve test bench lint images system plotly-basic clean
 
 # plotly's own scatter-only bundle, at the plotly.js version the installed plotly ships (render/plotlyjs.py says why).
-PLOTLY_BASIC := torchvista_dash/render/static/plotly-basic.min.js
+PLOTLY_BASIC := torchvista_dash/render/assets/plotly-basic.min.js
 
 serve: $(STAMP) system $(PLOTLY_BASIC)
 	$(BIN)/python -m torchvista_dash serve --port 8050
 
 test: $(STAMP) system $(PLOTLY_BASIC)
 	$(BIN)/python -m ruff check .
+	$(BIN)/python -m ruff format --check .
 	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -q
 
@@ -30,6 +31,7 @@ images: $(STAMP) system $(PLOTLY_BASIC)
 
 lint: $(STAMP)
 	$(BIN)/python -m ruff check .
+	$(BIN)/python -m ruff format --check .
 	$(BIN)/python -m mypy
 
 # Graphviz (dot) and Chromium (browser tests, screenshots) from the system's packages, when missing.

@@ -15,36 +15,59 @@ import os
 from dash import Dash, Input, Output, dcc, html
 
 from torchvista_dash import ModelGraph
-from torchvista_dash.app.server import use_basic_plotly
+from torchvista_dash.app.server.server import use_basic_plotly
 from torchvista_dash.demos import DEMOS, demo_trace
 
 LEFT, RIGHT = "transformer", "gpt"
 
 app = Dash(__name__, title="Model review dashboard")
-use_basic_plotly(app)    # optional: plotly's scatter-only bundle when installed (a faster first draw)
+use_basic_plotly(app)  # optional: plotly's scatter-only bundle when installed (a faster first draw)
 server = app.server
 
-rows = [{"model": d.title, "parameters": f"{demo_trace(n).graph.total_params:,}",
-         "ops": demo_trace(n).graph.op_count, "status": "failed" if demo_trace(n).failed else "ok"}
-        for n, d in DEMOS.items()]
+rows = [
+    {
+        "model": d.title,
+        "parameters": f"{demo_trace(n).graph.total_params:,}",
+        "ops": demo_trace(n).graph.op_count,
+        "status": "failed" if demo_trace(n).failed else "ok",
+    }
+    for n, d in DEMOS.items()
+]
 
-app.layout = html.Div([
-    html.H2("Model review dashboard"),
-    html.Table([html.Tr([html.Th(k) for k in rows[0]])] +
-               [html.Tr([html.Td(str(r[k]), style={"padding": "2px 10px"}) for k in r]) for r in rows],
-               id="summary"),
-    html.Div([
-        html.Div([html.H3("Encoder/decoder"), ModelGraph(demo_trace(LEFT), id="enc", height="60vh")],
-                 style={"flex": "1", "minWidth": "0"}),
-        html.Div([
-            html.H3("Decoder"),
-            dcc.Dropdown(id="right-model", value=RIGHT, clearable=False,
-                         options=[{"label": d.title, "value": n} for n, d in DEMOS.items()]),
-            html.Div(ModelGraph(demo_trace(RIGHT), id="dec", height="60vh"), id="right-slot"),
-        ], style={"flex": "1", "minWidth": "0"}),
-    ], style={"display": "flex", "gap": "16px"}),
-    html.Div(id="last-click", style={"marginTop": "8px", "fontFamily": "monospace"}),
-], style={"fontFamily": "system-ui, sans-serif", "padding": "12px"})
+app.layout = html.Div(
+    [
+        html.H2("Model review dashboard"),
+        html.Table(
+            [html.Tr([html.Th(k) for k in rows[0]])]
+            + [html.Tr([html.Td(str(r[k]), style={"padding": "2px 10px"}) for k in r]) for r in rows],
+            id="summary",
+        ),
+        html.Div(
+            [
+                html.Div(
+                    [html.H3("Encoder/decoder"), ModelGraph(demo_trace(LEFT), id="enc", height="60vh")],
+                    style={"flex": "1", "minWidth": "0"},
+                ),
+                html.Div(
+                    [
+                        html.H3("Decoder"),
+                        dcc.Dropdown(
+                            id="right-model",
+                            value=RIGHT,
+                            clearable=False,
+                            options=[{"label": d.title, "value": n} for n, d in DEMOS.items()],
+                        ),
+                        html.Div(ModelGraph(demo_trace(RIGHT), id="dec", height="60vh"), id="right-slot"),
+                    ],
+                    style={"flex": "1", "minWidth": "0"},
+                ),
+            ],
+            style={"display": "flex", "gap": "16px"},
+        ),
+        html.Div(id="last-click", style={"marginTop": "8px", "fontFamily": "monospace"}),
+    ],
+    style={"fontFamily": "system-ui, sans-serif", "padding": "12px"},
+)
 
 
 @app.callback(Output("right-slot", "children"), Input("right-model", "value"), prevent_initial_call=True)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 
-from torchvista_dash.app.server import make_app
+from torchvista_dash.app.server.server import make_app
 
 app = make_app(gallery=True, title="torchvista_dash gallery")
-server = app.server      # the Flask app, for gunicorn / any WSGI server
+server = app.server  # the Flask app, for gunicorn / any WSGI server
 
 if __name__ == "__main__":
     app.run(host=os.environ.get("HOST", "127.0.0.1"), port=int(os.environ.get("PORT", "8050")), debug=False)

@@ -43,13 +43,23 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 RESULTS = ROOT / "bench" / "results" / "app.md"
 COMMAND = ".venv/bin/python bench/bench_app.py"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 AIO = "bench"
 TIMEOUT_MS = 120_000
 
-OURS_DRAWN = """(d) => { const h = document.getElementById(d); const gd = h && h.querySelector('.js-plotly-plot');
-  return !!(gd && gd._fullLayout && gd.querySelector('.imagelayer image') && gd.querySelector('.barlayer .trace')); }"""
+OURS_DRAWN = """(d) => { const h = document.getElementById(d);
+  const gd = h && h.querySelector('.js-plotly-plot');
+  return !!(gd && gd._fullLayout && gd.querySelector('.imagelayer image') &&
+    gd.querySelector('.barlayer .trace')); }"""
 OURS_HAS = """(a) => { const gd = document.getElementById(a[0]).querySelector('.js-plotly-plot');
   const t = (gd.data || []).find(t => t.name === a[1]); const ids = t ? Array.from(t.customdata || []) : [];
   return a[3] ? ids.includes(a[2]) : !ids.includes(a[2]); }"""
@@ -61,21 +71,26 @@ OURS_XY = """(a) => { const gd = document.getElementById(a[0]).querySelector('.j
 OURS_IDS = """(a) => { const gd = document.getElementById(a[0]).querySelector('.js-plotly-plot');
   const t = (gd.data || []).find(t => t.name === a[1]); return t ? Array.from(t.customdata || []) : []; }"""
 OURS_ZOOM_TO = """(a) => { const gd = document.getElementById(a[0]).querySelector('.js-plotly-plot');
-  const t = gd.data.find(t => t.name === 'clusters:headers'); const i = Array.from(t.customdata).indexOf(a[1]);
+  const t = gd.data.find(t => t.name === 'clusters:headers');
+  const i = Array.from(t.customdata).indexOf(a[1]);
   const w = t.width[i], cx = t.x[i], top = t.base[i] + t.y[i];
-  return Plotly.relayout(gd, {'xaxis.range': [cx - 0.6 * w, cx + 0.6 * w], 'yaxis.range': [top - 0.9 * w, top + 0.1 * w]}); }"""
+  return Plotly.relayout(gd, {'xaxis.range': [cx - 0.6 * w, cx + 0.6 * w],
+    'yaxis.range': [top - 0.9 * w, top + 0.1 * w]}); }"""
 OURS_HOVERED = """(a) => { const gd = document.getElementById(a[0]).querySelector('.js-plotly-plot');
   return (gd._hoverdata || []).some(p => p.customdata === a[1]); }"""
 # when the first picture (the view's pictures as <img> in the page's HTML, app/firstpaint.py) was painted: the
 # element timing of its last image to be painted
 OURS_PICTURE = """() => new Promise(done => {
-  new PerformanceObserver(list => { const t = list.getEntries().filter(e => e.identifier === 'tvd-first-picture')
+  new PerformanceObserver(list => {
+    const t = list.getEntries().filter(e => e.identifier === 'tvd-first-picture')
       .map(e => e.renderTime || e.loadTime); done(t.length ? Math.max(...t) : null); })
     .observe({type: 'element', buffered: true});
   setTimeout(() => done(null), 2000); })"""
-# every picture the plot draws (its layout images: a data URI or a URL of the picture route) is loaded and decoded:
+# every picture the plot draws (its layout images: a data URI or a URL of the picture route) is loaded and
+# decoded:
 # without it a click would count as done while a new view's picture is still on its way
-OURS_PICTURES_READY = """(d) => { const h = document.getElementById(d); const gd = h && h.querySelector('.js-plotly-plot');
+OURS_PICTURES_READY = """(d) => { const h = document.getElementById(d);
+  const gd = h && h.querySelector('.js-plotly-plot');
   const ims = gd ? Array.from(gd.querySelectorAll('.imagelayer image')) : [];
   if (!ims.length) return false;
   const seen = window.__tvdPictures = window.__tvdPictures || new Map();
@@ -108,7 +123,8 @@ def build(name: str) -> tuple[Any, Any, str, list[str], list[str], int | None]:
     The timed module is one torchvista's default view shows collapsed (GPT-2: the first block's attention,
     BERT: the first encoder layer); ours opens at depth 2, which shows the same level. Llama (6 layers, a
     transformers config, every op: about 400 boxes): ours starts with every op drawn and times closing and
-    reopening the first decoder layer; torchvista, whose default view of it shows the decoder layers' children,
+    reopening the first decoder layer; torchvista, whose default view of it shows the decoder layers'
+    children,
     times expanding the first layer's attention."""
     import torch
 
@@ -121,19 +137,32 @@ def build(name: str) -> tuple[Any, Any, str, list[str], list[str], int | None]:
     if name == "llama6":
         from transformers import LlamaConfig, LlamaModel
 
-        cfg = LlamaConfig(num_hidden_layers=6, hidden_size=256, intermediate_size=512, num_attention_heads=4,
-                          num_key_value_heads=2, vocab_size=1000)
-        return (LlamaModel(cfg).eval(), ids, "Llama 6 layers, every op", ["mod:layers.0"], ["LlamaAttention"],
-                None)
+        cfg = LlamaConfig(
+            num_hidden_layers=6,
+            hidden_size=256,
+            intermediate_size=512,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            vocab_size=1000,
+        )
+        return (
+            LlamaModel(cfg).eval(),
+            ids,
+            "Llama 6 layers, every op",
+            ["mod:layers.0"],
+            ["LlamaAttention"],
+            None,
+        )
     from transformers import BertConfig, BertModel
 
     return BertModel(BertConfig()).eval(), ids, "BERT base", ["mod:encoder.layer.0"], ["BertLayer"], 2
 
 
 # ---- ours ----------------------------------------------------------------------------------
-def ours(browser: Any, trace: Any, path: list[str], loads: int, clicks: int, depth: int | None = 2
-         ) -> dict[str, Any]:
-    from torchvista_dash.app.server import BackgroundServer, make_app
+def ours(
+    browser: Any, trace: Any, path: list[str], loads: int, clicks: int, depth: int | None = 2
+) -> dict[str, Any]:
+    from torchvista_dash.app.server.server import BackgroundServer, make_app
     from torchvista_dash.layout import clear_cache
 
     clear_cache()
@@ -150,7 +179,7 @@ def ours(browser: Any, trace: Any, path: list[str], loads: int, clicks: int, dep
             draws.append(page.evaluate("performance.now()"))
             pictures.append(page.evaluate(OURS_PICTURE))
             ctx.close()
-            if i:   # the same page without the first picture, loaded in turn: what the picture costs
+            if i:  # the same page without the first picture, loaded in turn: what the picture costs
                 ctx = browser.new_context(viewport={"width": 1400, "height": 900})
                 page = ctx.new_page()
                 page.goto(plain.url, wait_until="commit", timeout=TIMEOUT_MS)
@@ -181,19 +210,28 @@ def ours(browser: Any, trace: Any, path: list[str], loads: int, clicks: int, dep
     finally:
         srv.stop()
         plain.stop()
-    return {"cold": draws[0], "warm": statistics.median(draws[1:]), "without_picture": statistics.median(without),
-            "picture_cold": pictures[0],
-            "picture": _median([p for p in pictures[1:] if p is not None]), "open": statistics.median(opens),
-            "close": statistics.median(closes), "first_open": opens[0]}
+    return {
+        "cold": draws[0],
+        "warm": statistics.median(draws[1:]),
+        "without_picture": statistics.median(without),
+        "picture_cold": pictures[0],
+        "picture": _median([p for p in pictures[1:] if p is not None]),
+        "open": statistics.median(opens),
+        "close": statistics.median(closes),
+        "first_open": opens[0],
+    }
 
 
 def _median(values: list[float]) -> float | None:
-    """None when there is nothing to take it of (a view over the first picture's size has no first picture)."""
+    """None when there is nothing to take it of (a view over the first picture's size has no first
+    picture)."""
     return statistics.median(values) if values else None
 
 
 def _dom(aio: str) -> str:
-    return json.dumps({"aio_id": aio, "component": "ModelGraph", "subcomponent": "graph"}, separators=(",", ":"))
+    return json.dumps(
+        {"aio_id": aio, "component": "ModelGraph", "subcomponent": "graph"}, separators=(",", ":")
+    )
 
 
 OURS_RANGES = """(d) => { const fl = document.getElementById(d).querySelector('.js-plotly-plot')._fullLayout;
@@ -211,7 +249,9 @@ def _settle(page: Any, quiet_ms: int = 200) -> None:
 
 
 _last_click = [0.0]
-DOUBLE_CLICK_S = 0.6    # two clicks within the browser's double-click time (500 ms) near one spot are a double click
+DOUBLE_CLICK_S = (
+    0.6  # two clicks within the browser's double-click time (500 ms) near one spot are a double click
+)
 
 
 def _ours_click(page: Any, vid: str, on: str, check: str, opened: bool) -> float:
@@ -225,20 +265,24 @@ def _ours_click(page: Any, vid: str, on: str, check: str, opened: bool) -> float
     page.wait_for_function(OURS_HOVERED, arg=[_dom("main"), vid], timeout=30_000)
     t0 = _last_click[0] = time.perf_counter()
     page.mouse.click(x, y)
-    page.wait_for_function(OURS_HAS, arg=[_dom("main"), check, vid, opened], polling="raf", timeout=TIMEOUT_MS)
+    page.wait_for_function(
+        OURS_HAS, arg=[_dom("main"), check, vid, opened], polling="raf", timeout=TIMEOUT_MS
+    )
     wait_ours_drawn(page)
     return (time.perf_counter() - t0) * 1000
 
 
 def wait_ours_drawn(page: Any, timeout_ms: float = TIMEOUT_MS) -> None:
-    """Until plotly has drawn our graph (hit layer and image elements) and every picture it draws is loaded."""
+    """Until plotly has drawn our graph (hit layer and image elements) and every picture it draws is
+    loaded."""
     page.wait_for_function(OURS_DRAWN, arg=_dom("main"), polling="raf", timeout=timeout_ms)
     page.wait_for_function(OURS_PICTURES_READY, arg=_dom("main"), polling="raf", timeout=timeout_ms)
 
 
 # ---- torchvista ----------------------------------------------------------------------------
-def torchvista_times(browser: Any, model: Any, ids: Any, path: list[str], tmp: Path, loads: int,
-                     clicks: int) -> dict[str, Any]:
+def torchvista_times(
+    browser: Any, model: Any, ids: Any, path: list[str], tmp: Path, loads: int, clicks: int
+) -> dict[str, Any]:
     import torchvista
 
     html = tmp / "torchvista.html"
@@ -269,8 +313,13 @@ def torchvista_times(browser: Any, model: Any, ids: Any, path: list[str], tmp: P
         opens.append(_tv_click(page, target, "expand"))
         closes.append(_tv_click(page, target, "collapse"))
     ctx.close()
-    return {"warm": statistics.median(draws), "open": statistics.median(opens), "close": statistics.median(closes),
-            "first_open": opens[0], "bytes": html.stat().st_size}
+    return {
+        "warm": statistics.median(draws),
+        "open": statistics.median(opens),
+        "close": statistics.median(closes),
+        "first_open": opens[0],
+        "bytes": html.stat().st_size,
+    }
 
 
 def _ms(v: float | None) -> str:
@@ -337,9 +386,12 @@ def _ratio(a: float | None, b: float | None) -> str:
     return "-" if a is None or not b else f"{a / b:.2f}"
 
 
-def render(rows: list[tuple[str, int, dict[str, Any], dict[str, Any]]], args: argparse.Namespace,
-           floor: tuple[float, float] | None = None,
-           load: tuple[tuple[float, ...], tuple[float, ...]] | None = None) -> str:
+def render(
+    rows: list[tuple[str, int, dict[str, Any], dict[str, Any]]],
+    args: argparse.Namespace,
+    floor: tuple[float, float] | None = None,
+    load: tuple[tuple[float, ...], tuple[float, ...]] | None = None,
+) -> str:
     import torch
 
     lines = [
@@ -353,30 +405,44 @@ def render(rows: list[tuple[str, int, dict[str, Any], dict[str, Any]]], args: ar
         "",
         "| model | ops | first picture: ours cold | ours warm | interactive: ours cold | ours warm "
         "| interactive without the picture (warm) | torchvista first draw | ratio first picture (warm) "
-        "| ratio interactive (warm) | open click: ours | torchvista | ratio | close click: ours | torchvista | ratio |",
+        "| ratio interactive (warm) | open click: ours | torchvista | ratio "
+        "| close click: ours | torchvista | ratio |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for title, ops, o, t in rows:
         lines.append(
-            f"| {title} | {ops} | {_ms(o['picture_cold'])} | {_ms(o['picture'])} | {o['cold']:.0f} | {o['warm']:.0f} "
+            f"| {title} | {ops} | {_ms(o['picture_cold'])} | {_ms(o['picture'])} "
+            f"| {o['cold']:.0f} | {o['warm']:.0f} "
             f"| {o['without_picture']:.0f} "
             f"| {t['warm']:.0f} | {_ratio(o['picture'], t['warm'])} | {o['warm'] / t['warm']:.2f} "
             f"| {o['open']:.0f} | {t['open']:.0f} | {o['open'] / t['open']:.2f} "
-            f"| {o['close']:.0f} | {t['close']:.0f} | {o['close'] / t['close']:.2f} |")
+            f"| {o['close']:.0f} | {t['close']:.0f} | {o['close'] / t['close']:.2f} |"
+        )
     lines += [
         "",
-        "Medians: first draw over the warm loads, clicks over the repeated open/close pairs. First open click "
-        "(nothing cached but what the background precompute prepared): "
-        + "; ".join(f"{title}: ours {o['first_open']:.0f}, torchvista {t['first_open']:.0f}"
-                    for title, _, o, t in rows) + ".",
+        "Medians: first draw over the warm loads, clicks over the repeated open/close pairs. "
+        "First open click (nothing cached but what the background precompute prepared): "
+        + "; ".join(
+            f"{title}: ours {o['first_open']:.0f}, torchvista {t['first_open']:.0f}"
+            for title, _, o, t in rows
+        )
+        + ".",
         "",
     ]
     if floor is not None:
-        lines += [f"Dash's floor in the same run (bench/bench_dash_floor.py's page: one dcc.Graph with two points): "
-                  f"interactive after {floor[0]:.0f} ms, a click's new figure drawn after {floor[1]:.0f} ms.", ""]
+        lines += [
+            "Dash's floor in the same run (bench/bench_dash_floor.py's page: "
+            "one dcc.Graph with two points): "
+            f"interactive after {floor[0]:.0f} ms, a click's new figure drawn after {floor[1]:.0f} ms.",
+            "",
+        ]
     if load is not None:
-        lines += [f"Load average (1, 5, 15 min) at the start: {', '.join(f'{v:.1f}' for v in load[0])}; at the end: "
-                  f"{', '.join(f'{v:.1f}' for v in load[1])} (2 cores; above about 1, other work shared them).", ""]
+        lines += [
+            f"Load average (1, 5, 15 min) at the start: {', '.join(f'{v:.1f}' for v in load[0])}; "
+            "at the end: "
+            f"{', '.join(f'{v:.1f}' for v in load[1])} (2 cores; above about 1, other work shared them).",
+            "",
+        ]
     return "\n".join(lines)
 
 

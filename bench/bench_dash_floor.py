@@ -23,8 +23,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def measure(loads: int, clicks: int) -> tuple[list[float], list[float], bool]:
@@ -34,19 +42,21 @@ def measure(loads: int, clicks: int) -> tuple[list[float], list[float], bool]:
     from playwright.sync_api import sync_playwright
     from werkzeug.serving import make_server
 
-    from torchvista_dash.app.server import use_basic_plotly
+    from torchvista_dash.app.server.server import use_basic_plotly
 
     app = dash.Dash("dash_floor")
     basic = use_basic_plotly(app)
 
     def figure(k: int) -> go.Figure:
-        return go.Figure(go.Scatter(x=[0, 1], y=[0, 1], mode="markers", marker={"size": 30}, customdata=[k, k]),
-                         layout={"xaxis": {"range": [-1, 2]}, "yaxis": {"range": [-1, 2]}})
+        return go.Figure(
+            go.Scatter(x=[0, 1], y=[0, 1], mode="markers", marker={"size": 30}, customdata=[k, k]),
+            layout={"xaxis": {"range": [-1, 2]}, "yaxis": {"range": [-1, 2]}},
+        )
 
     app.layout = html.Div([dcc.Graph(id="g", figure=figure(0))])
 
     @app.callback(dash.Output("g", "figure"), dash.Input("g", "clickData"), prevent_initial_call=True)
-    def flip(click: dict) -> go.Figure:    # a new figure on each click, as a view change sends one
+    def flip(click: dict) -> go.Figure:  # a new figure on each click, as a view change sends one
         return figure(1 - int(click["points"][0]["customdata"]))
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
@@ -57,7 +67,7 @@ def measure(loads: int, clicks: int) -> tuple[list[float], list[float], bool]:
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
-            for _ in range(loads + 1):          # the first load warms the browser's caches; it is dropped
+            for _ in range(loads + 1):  # the first load warms the browser's caches; it is dropped
                 ctx = browser.new_context()
                 page = ctx.new_page()
                 page.goto(f"http://127.0.0.1:{srv.server_port}/")
@@ -67,8 +77,8 @@ def measure(loads: int, clicks: int) -> tuple[list[float], list[float], bool]:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.goto(f"http://127.0.0.1:{srv.server_port}/")
             page.wait_for_function("document.querySelector('.js-plotly-plot .scatterlayer .point')")
-            for i in range(clicks + 2):          # two warm-up clicks are dropped
-                page.wait_for_timeout(600)       # never a double click
+            for i in range(clicks + 2):  # two warm-up clicks are dropped
+                page.wait_for_timeout(600)  # never a double click
                 x, y = page.evaluate(POINT_XY)
                 page.mouse.move(x - 3, y)
                 page.mouse.move(x, y)
@@ -83,7 +93,8 @@ def measure(loads: int, clicks: int) -> tuple[list[float], list[float], bool]:
 
 
 POINT_XY = """() => { const gd = document.querySelector('.js-plotly-plot'), fl = gd._fullLayout;
-  const r = gd.getBoundingClientRect(); return [r.left + fl._size.l + fl.xaxis.l2p(1), r.top + fl._size.t + fl.yaxis.l2p(1)]; }"""
+  const r = gd.getBoundingClientRect();
+  return [r.left + fl._size.l + fl.xaxis.l2p(1), r.top + fl._size.t + fl.yaxis.l2p(1)]; }"""
 DRAWN_K = """(k) => { const gd = document.querySelector('.js-plotly-plot');
   return gd.calcdata && gd.calcdata[0][0].data === k && !!gd.querySelector('.scatterlayer .point'); }"""
 
@@ -94,22 +105,27 @@ def main() -> None:
     ap.add_argument("--clicks", type=int, default=15)
     args = ap.parse_args()
     times, clicks, basic = measure(args.loads, args.clicks)
-    table = "\n".join([
-        "# Dash's own first-draw floor",
-        "",
-        f"Command: `.venv/bin/python bench/bench_dash_floor.py --loads {args.loads} --clicks {args.clicks}`",
-        "",
-        "First draw: navigation start → the plot's first point drawn, headless Debian Chromium; median of the "
-        "loads after a warm-up load. Click: a mouse click on a point → the callback's new figure drawn (a "
-        "callback on clickData returns a new 2-point figure); median of the clicks after two warm-up clicks.",
-        "",
-        "| page | plotly.js | first draw ms (median) | min | max | click → new figure drawn, ms (median) | min | max |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
-        f"| Dash + one dcc.Graph, 2 points | {'scatter-only basic' if basic else 'full'} | "
-        f"{statistics.median(times):.0f} | {min(times):.0f} | {max(times):.0f} | "
-        f"{statistics.median(clicks):.0f} | {min(clicks):.0f} | {max(clicks):.0f} |",
-        "",
-    ])
+    table = "\n".join(
+        [
+            "# Dash's own first-draw floor",
+            "",
+            f"Command: `.venv/bin/python bench/bench_dash_floor.py --loads {args.loads} "
+            f"--clicks {args.clicks}`",
+            "",
+            "First draw: navigation start → the plot's first point drawn, headless Debian Chromium; "
+            "median of the loads after a warm-up load. Click: a mouse click on a point → the callback's "
+            "new figure drawn (a callback on clickData returns a new 2-point figure); median of the clicks "
+            "after two warm-up clicks.",
+            "",
+            "| page | plotly.js | first draw ms (median) | min | max "
+            "| click → new figure drawn, ms (median) | min | max |",
+            "|---|---|---:|---:|---:|---:|---:|---:|",
+            f"| Dash + one dcc.Graph, 2 points | {'scatter-only basic' if basic else 'full'} | "
+            f"{statistics.median(times):.0f} | {min(times):.0f} | {max(times):.0f} | "
+            f"{statistics.median(clicks):.0f} | {min(clicks):.0f} | {max(clicks):.0f} |",
+            "",
+        ]
+    )
     out = ROOT / "bench" / "results" / "dash_floor.md"
     out.write_text(table, encoding="utf-8")
     print(table)

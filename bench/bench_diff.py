@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from torchvista_dash import compare, load_trace, trace_model  # noqa: E402
-from torchvista_dash.graph import Graph  # noqa: E402
+from torchvista_dash.model.graph import Graph  # noqa: E402
 
 TOKENS = 32
 
@@ -46,7 +46,7 @@ def _time_diff(pa: Path, pb: Path, repeat: int) -> tuple[list[float], int, int]:
     times = []
     nodes = calls = 0
     for _ in range(repeat):
-        a, b = Graph.from_json(raw_a), Graph.from_json(raw_b)      # fresh objects: no cached analysis
+        a, b = Graph.from_json(raw_a), Graph.from_json(raw_b)  # fresh objects: no cached analysis
         t0 = time.perf_counter()
         d = compare(a, b)
         d.summary()
@@ -66,31 +66,53 @@ def main() -> None:
         folder = Path(tmp)
         p12, p13 = _gpt2(12, folder), _gpt2(13, folder)
         rows = []
-        for label, (pa, pb) in (("GPT-2 small, 12 vs 13 layers", (p12, p13)),
-                                ("GPT-2 small against itself", (p12, p12))):
+        for label, (pa, pb) in (
+            ("GPT-2 small, 12 vs 13 layers", (p12, p13)),
+            ("GPT-2 small against itself", (p12, p12)),
+        ):
             times, nodes, calls = _time_diff(pa, pb, opts.repeat)
             d = compare(load_trace(pa), load_trace(pb))
             t0 = time.perf_counter()
             d.figure()
             first_figure = time.perf_counter() - t0
             s = d.summary()
-            rows.append((label, nodes, calls, statistics.median(times) * 1000, max(times) * 1000,
-                         first_figure * 1000, len(s["added"]), len(s["changed"])))
+            rows.append(
+                (
+                    label,
+                    nodes,
+                    calls,
+                    statistics.median(times) * 1000,
+                    max(times) * 1000,
+                    first_figure * 1000,
+                    len(s["added"]),
+                    len(s["changed"]),
+                )
+            )
     load_after = os.getloadavg()[0]
-    cmd = "`.venv/bin/python bench/bench_diff.py" + (f" --repeat {opts.repeat}" if opts.repeat != 11 else "") + "`"
+    cmd = (
+        "`.venv/bin/python bench/bench_diff.py"
+        + (f" --repeat {opts.repeat}" if opts.repeat != 11 else "")
+        + "`"
+    )
     lines = [
-        "# Diff benchmark", "",
-        f"Command: {cmd} (from the repository root)", "",
-        f"Machine: {platform.machine()}, Python {platform.python_version()}, torch {torch.__version__}. GPT-2 small "
+        "# Diff benchmark",
+        "",
+        f"Command: {cmd} (from the repository root)",
+        "",
+        f"Machine: {platform.machine()}, Python {platform.python_version()}, torch {torch.__version__}. "
+        "GPT-2 small "
         f"(GPT2Config defaults), random weights, {TOKENS} tokens, traces saved and loaded back; median of "
         f"{opts.repeat} runs of compare + summary + merged graph on fresh graphs. Target: under 0.5 s.",
-        f"1-minute load average {load_before:.1f} before and {load_after:.1f} after.", "",
+        f"1-minute load average {load_before:.1f} before and {load_after:.1f} after.",
+        "",
         "| traces | merged nodes | merged module calls | compare (ms, median) | compare (ms, slowest) | "
         "first diff figure (ms, once) | added | changed |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for label, nodes, calls, med, worst, fig, added, changed in rows:
-        lines.append(f"| {label} | {nodes} | {calls} | {med:.1f} | {worst:.1f} | {fig:.0f} | {added} | {changed} |")
+        lines.append(
+            f"| {label} | {nodes} | {calls} | {med:.1f} | {worst:.1f} | {fig:.0f} | {added} | {changed} |"
+        )
     text = "\n".join(lines) + "\n"
     out = ROOT / "bench" / "results" / "diff.md"
     out.write_text(text, encoding="utf-8")

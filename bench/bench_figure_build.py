@@ -1,12 +1,16 @@
-"""What building a view's figure costs the server: plotly's validated ``go.Figure`` read back as dicts (what the
-app did) against ``figure_dict``'s plain dicts (what it does), interleaved in one process, on one laid-out view.
+"""What building a view's figure costs the server: plotly's validated ``go.Figure`` read back as dicts (what
+the
+app did) against ``figure_dict``'s plain dicts (what it does), interleaved in one process, on one laid-out
+view.
 
 Command (from the repository root):
     .venv/bin/python bench/bench_figure_build.py [--model llama80] [--repeat 3]
 
-``--model``: a model of bench_vs_torchvista.py, drawn every op and unfolded (its ``?fold_repeats=0`` view). The
+``--model``: a model of bench_vs_torchvista.py, drawn every op and unfolded (its ``?fold_repeats=0`` view).
+The
 layout is made once, before timing; pictures go to the app's picture store as in the app. Also what one full
-garbage collection costs with the trace, its layout and figures alive, and after ``gc.freeze()`` (what ``serve``
+garbage collection costs with the trace, its layout and figures alive, and after ``gc.freeze()`` (what
+``serve``
 does once it has traced). Writes the medians, whether both give the same JSON, and the load average to
 bench/results/figure_build.md and prints them.
 """
@@ -34,7 +38,7 @@ def main() -> None:
     args = ap.parse_args()
     import bench.bench_vs_torchvista as bt
     from torchvista_dash import trace_model
-    from torchvista_dash.app.pictures import Collector
+    from torchvista_dash.app.traces.pictures import Collector
     from torchvista_dash.render import figure_dict, make_figure
 
     t = trace_model(*getattr(bt, args.model)())
@@ -62,15 +66,33 @@ def main() -> None:
         collect[name] = statistics.median(runs)
     gc.unfreeze()
     load1 = os.getloadavg()
-    lines = ["# Building a view's figure on the server", "",
-             f"Command: `.venv/bin/python bench/bench_figure_build.py --model {args.model} --repeat {args.repeat}`", "",
-             f"{args.model}, every op, unfolded: {len(vg.nodes):,} boxes; median of {args.repeat}, interleaved.", "",
-             "| figure | seconds (median) | each |", "|---|---:|---|"]
-    lines += [f"| {name} | {statistics.median(v):.2f} | {', '.join(f'{x:.2f}' for x in v)} |" for name, v in times.items()]
-    lines += ["", "One full garbage collection with all that alive (median, ms): "
-              + ", ".join(f"{name} {v * 1000:.0f}" for name, v in collect.items()) + "."]
-    lines += ["", f"Same JSON: {same}. 1-minute load average {load0[0]:.1f} at the start, {load1[0]:.1f} at the end "
-              "(2 cores).", ""]
+    lines = [
+        "# Building a view's figure on the server",
+        "",
+        f"Command: `.venv/bin/python bench/bench_figure_build.py --model {args.model} "
+        f"--repeat {args.repeat}`",
+        "",
+        f"{args.model}, every op, unfolded: {len(vg.nodes):,} boxes; median of {args.repeat}, interleaved.",
+        "",
+        "| figure | seconds (median) | each |",
+        "|---|---:|---|",
+    ]
+    lines += [
+        f"| {name} | {statistics.median(v):.2f} | {', '.join(f'{x:.2f}' for x in v)} |"
+        for name, v in times.items()
+    ]
+    lines += [
+        "",
+        "One full garbage collection with all that alive (median, ms): "
+        + ", ".join(f"{name} {v * 1000:.0f}" for name, v in collect.items())
+        + ".",
+    ]
+    lines += [
+        "",
+        f"Same JSON: {same}. 1-minute load average {load0[0]:.1f} at the start, {load1[0]:.1f} at the end "
+        "(2 cores).",
+        "",
+    ]
     RESULTS.write_text("\n".join(lines), encoding="utf-8")
     print("\n".join(lines))
 

@@ -31,10 +31,11 @@ from pathlib import Path
 import torch
 import transformers
 
-from torchvista_dash import layout, trace_model, view
+from torchvista_dash import layout, trace_model
 from torchvista_dash.layout import DOT_FORMAT, run_dot
-from torchvista_dash.layout.dot import build_dot
-from torchvista_dash.layout.parse import parse_json
+from torchvista_dash.layout.single.dot import build_dot
+from torchvista_dash.layout.single.parse import parse_json
+from torchvista_dash.view import build as view
 
 RESULTS = Path(__file__).parent / "results" / "layout.md"
 COMMAND = ".venv/bin/python bench/bench_layout.py"
@@ -42,9 +43,9 @@ COMMAND = ".venv/bin/python bench/bench_layout.py"
 
 def _models() -> list[tuple[str, object]]:
     torch.manual_seed(0)
-    gpt2 = transformers.GPT2Model(transformers.GPT2Config()).eval()      # GPT-2 small: 12 layers, 768 wide
+    gpt2 = transformers.GPT2Model(transformers.GPT2Config()).eval()  # GPT-2 small: 12 layers, 768 wide
     torch.manual_seed(0)
-    bert = transformers.BertModel(transformers.BertConfig()).eval()      # BERT base: 12 layers, 768 wide
+    bert = transformers.BertModel(transformers.BertConfig()).eval()  # BERT base: 12 layers, 768 wide
     ids = torch.randint(0, 1000, (1, 32))
     return [("GPT-2 small", trace_model(gpt2, (ids,)).graph), ("BERT base", trace_model(bert, (ids,)).graph)]
 
@@ -65,18 +66,22 @@ CAPS = {"nslimit": "4", "nslimit1": "4", "mclimit": "0.5", "searchsize": "30"}
 
 def _with_caps(src: str) -> str:
     """The same DOT with dot's iteration caps, to show what they would buy on these graphs."""
-    return src.replace("newrank=true;", "newrank=true;\n" + "\n".join(f"{k}={v};" for k, v in CAPS.items()), 1)
+    return src.replace(
+        "newrank=true;", "newrank=true;\n" + "\n".join(f"{k}={v};" for k, v in CAPS.items()), 1
+    )
 
 
 def bench(repeat: int) -> str:
     rows = []
     for model_name, g in _models():
-        views = [("default (depth=1)", view.make_spec(g)),
-                 ("fully expanded (every op, no folding)", view.make_spec(g, depth=None, fold_repeats=False)),
-                 ("fully expanded + params", view.make_spec(g, depth=None, fold_repeats=False, show_params=True))]
+        views = [
+            ("default (depth=1)", view.make_spec(g)),
+            ("fully expanded (every op, no folding)", view.make_spec(g, depth=None, fold_repeats=False)),
+            ("fully expanded + params", view.make_spec(g, depth=None, fold_repeats=False, show_params=True)),
+        ]
         for view_name, spec in views:
             vg = view.build_view(g, spec)
-            src = build_dot(vg)[0].to_string()   # exactly what layout_view feeds to dot
+            src = build_dot(vg)[0].to_string()  # exactly what layout_view feeds to dot
             capped = _with_caps(src).encode()
             ours, bare, slow, hit, hit_rebuild, own, paired = [], [], [], [], [], [], []
             for r in range(repeat):
@@ -92,7 +97,8 @@ def bench(repeat: int) -> str:
                         bare.append(_bare_dot(src.encode()))
                 paired.append(ours[-1] / bare[-1] - 1)
                 slow.append(_bare_dot(capped))
-                # our own work alone, timed in-process (GC paused, as layout_view does): DOT built with pydot and
+                # our own work alone, timed in-process (GC paused, as layout_view does): DOT built with pydot
+                # and
                 # written, JSON parsed
                 gc.disable()
                 t0 = time.perf_counter()
@@ -111,9 +117,12 @@ def bench(repeat: int) -> str:
                 layout.layout_view(view.build_view(g, spec), method="single")
                 hit_rebuild.append(time.perf_counter() - t0)
             o, b, w = _median_ms(ours), _median_ms(bare), _median_ms(own)
-            rows.append(f"| {model_name} | {view_name} | {len(vg.nodes)} / {len(vg.edges)} / {len(vg.clusters)} | "
-                        f"{o:.1f} | {b:.1f} | {100 * statistics.median(paired):+.1f} % | {w:.1f} | {100 * w / b:.1f} % | "
-                        f"{_median_ms(hit):.3f} | {_median_ms(hit_rebuild):.2f} | {_median_ms(slow):.1f} |")
+            rows.append(
+                f"| {model_name} | {view_name} | {len(vg.nodes)} / {len(vg.edges)} / {len(vg.clusters)} | "
+                f"{o:.1f} | {b:.1f} | {100 * statistics.median(paired):+.1f} % | {w:.1f} "
+                f"| {100 * w / b:.1f} % | "
+                f"{_median_ms(hit):.3f} | {_median_ms(hit_rebuild):.2f} | {_median_ms(slow):.1f} |"
+            )
     dot_version = subprocess.run([layout.find_dot(), "-V"], capture_output=True, text=True).stderr.strip()
     head = [
         "# Layout benchmark",
@@ -122,9 +131,12 @@ def bench(repeat: int) -> str:
         f"Machine: {platform.machine()}, Python {platform.python_version()}, {dot_version}, "
         f"torch {torch.__version__}, transformers {transformers.__version__}.",
         "",
-        "Targets: pipeline overhead over the bare dot run ≤ 15 %; cache hit ≤ 20 ms. The overhead is the time a",
-        "caller waits for `layout_view` (cold cache) over the time of dot alone on the same DOT: the median of",
-        "pipeline / bare - 1 over adjacent pairs of runs. `layout_view` starts dot first and builds the DOT while",
+        "Targets: pipeline overhead over the bare dot run ≤ 15 %; cache hit ≤ 20 ms. "
+        "The overhead is the time a",
+        "caller waits for `layout_view` (cold cache) over the time of dot alone on the same DOT: "
+        "the median of",
+        "pipeline / bare - 1 over adjacent pairs of runs. `layout_view` starts dot first and builds "
+        "the DOT while",
         "dot loads its libraries, so part of our own work (pydot DOT built and written, JSON parsed into a",
         "Layout; CPU timed in-process, shown beside) is hidden behind dot's start-up on the second core.",
         "",
@@ -137,7 +149,8 @@ def bench(repeat: int) -> str:
 
 
 def bench_big(repeat: int) -> str:
-    """A 36-block GPT-2 (narrow: the DOT does not depend on width), every op and parameter: over the budget."""
+    """A 36-block GPT-2 (narrow: the DOT does not depend on width), every op and parameter: over the
+    budget."""
     torch.manual_seed(0)
     cfg = transformers.GPT2Config(n_layer=36, n_embd=64, n_head=2)
     g = trace_model(transformers.GPT2Model(cfg).eval(), (torch.randint(0, 1000, (1, 32)),)).graph
@@ -155,15 +168,26 @@ def bench_big(repeat: int) -> str:
             bare.append(_bare_dot(src.encode()))
             slow.append(_bare_dot(_with_caps(src).encode()))
         note = vg.notes[0].split(":")[0] if vg.notes else "-"
-        rows.append(f"| {label} | {len(vg.nodes)} / {len(vg.edges)} / {len(vg.clusters)} | {note} | "
-                    f"{_median_ms(ours):.0f} | {_median_ms(bare):.0f} | {_median_ms(slow):.0f} |")
-    return "\n".join([
-        "", "## A graph over the node budget", "",
-        f"GPT-2 with 36 blocks (n_embd=64), every op and parameter; median of {repeat} runs, ms.", "",
-        "| view | nodes / edges / clusters | auto-collapse note | pipeline, cold cache | bare dot | "
-        "dot with iteration caps |",
-        "|---|---|---|---|---|---|",
-        *rows]) + "\n"
+        rows.append(
+            f"| {label} | {len(vg.nodes)} / {len(vg.edges)} / {len(vg.clusters)} | {note} | "
+            f"{_median_ms(ours):.0f} | {_median_ms(bare):.0f} | {_median_ms(slow):.0f} |"
+        )
+    return (
+        "\n".join(
+            [
+                "",
+                "## A graph over the node budget",
+                "",
+                f"GPT-2 with 36 blocks (n_embd=64), every op and parameter; median of {repeat} runs, ms.",
+                "",
+                "| view | nodes / edges / clusters | auto-collapse note | pipeline, cold cache | bare dot | "
+                "dot with iteration caps |",
+                "|---|---|---|---|---|---|",
+                *rows,
+            ]
+        )
+        + "\n"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

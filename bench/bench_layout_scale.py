@@ -35,12 +35,13 @@ import torch
 import transformers
 from torch import nn
 
-from torchvista_dash import layout, trace_model, view
+from torchvista_dash import layout, trace_model
 from torchvista_dash.demos import DEMOS, demo_trace
-from torchvista_dash.graph import Graph
-from torchvista_dash.layout import dot as layout_dot
+from torchvista_dash.layout.single import dot as layout_dot
 from torchvista_dash.layout.types import Layout
-from torchvista_dash.view_types import VisibleGraph
+from torchvista_dash.model.graph import Graph
+from torchvista_dash.view import build as view
+from torchvista_dash.view.types import VisibleGraph
 
 RESULTS = Path(__file__).parent / "results" / "layout_scale.md"
 COMMAND = ".venv/bin/python bench/bench_layout_scale.py"
@@ -91,17 +92,25 @@ class DenseNet121(nn.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        layers: list[tuple[str, nn.Module]] = [("conv0", nn.Conv2d(3, 64, 7, 2, 3, bias=False)),
-                                               ("norm0", nn.BatchNorm2d(64)), ("relu0", nn.ReLU()),
-                                               ("pool0", nn.MaxPool2d(3, 2, 1))]
+        layers: list[tuple[str, nn.Module]] = [
+            ("conv0", nn.Conv2d(3, 64, 7, 2, 3, bias=False)),
+            ("norm0", nn.BatchNorm2d(64)),
+            ("relu0", nn.ReLU()),
+            ("pool0", nn.MaxPool2d(3, 2, 1)),
+        ]
         c = 64
         for i, n in enumerate((6, 12, 24, 16)):
             layers.append((f"denseblock{i + 1}", DenseBlock(n, c)))
             c += n * 32
             if i < 3:
-                layers.append((f"transition{i + 1}", nn.Sequential(nn.BatchNorm2d(c), nn.ReLU(),
-                                                                   nn.Conv2d(c, c // 2, 1, bias=False),
-                                                                   nn.AvgPool2d(2))))
+                layers.append(
+                    (
+                        f"transition{i + 1}",
+                        nn.Sequential(
+                            nn.BatchNorm2d(c), nn.ReLU(), nn.Conv2d(c, c // 2, 1, bias=False), nn.AvgPool2d(2)
+                        ),
+                    )
+                )
                 c //= 2
         layers.append(("norm5", nn.BatchNorm2d(c)))
         self.features = nn.Sequential(OrderedDict(layers))
@@ -113,11 +122,20 @@ class DenseNet121(nn.Module):
 
 
 def llama70b(n_layers: int, use_cache: bool = False) -> Graph:
-    """The Llama-3-70B config on the meta device; ``use_cache``: as the model comes, each layer's key and value
+    """The Llama-3-70B config on the meta device; ``use_cache``: as the model comes, each layer's key and
+    value
     leaving it for the ``cache`` output."""
-    cfg = transformers.LlamaConfig(hidden_size=8192, intermediate_size=28672, num_attention_heads=64,
-                                   num_key_value_heads=8, num_hidden_layers=n_layers, vocab_size=128256,
-                                   rope_theta=500000.0, max_position_embeddings=8192, attn_implementation="eager")
+    cfg = transformers.LlamaConfig(
+        hidden_size=8192,
+        intermediate_size=28672,
+        num_attention_heads=64,
+        num_key_value_heads=8,
+        num_hidden_layers=n_layers,
+        vocab_size=128256,
+        rope_theta=500000.0,
+        max_position_embeddings=8192,
+        attn_implementation="eager",
+    )
     with torch.device("meta"):
         model = transformers.LlamaModel(cfg).eval()
     ids = torch.zeros(1, 6, dtype=torch.long, device="meta")
@@ -132,8 +150,10 @@ def _trace(model: nn.Module, *args: torch.Tensor) -> Graph:
 def hf_models() -> list[tuple[str, Graph]]:
     torch.manual_seed(0)
     ids = torch.randint(0, 1000, (1, 32))
-    out = [("GPT-2 small", _trace(transformers.GPT2Model(transformers.GPT2Config()), ids)),
-           ("BERT base", _trace(transformers.BertModel(transformers.BertConfig()), ids))]
+    out = [
+        ("GPT-2 small", _trace(transformers.GPT2Model(transformers.GPT2Config()), ids)),
+        ("BERT base", _trace(transformers.BertModel(transformers.BertConfig()), ids)),
+    ]
     torch.manual_seed(0)
     t5 = transformers.T5Model(transformers.T5Config())
     out.append(("T5 small", trace_model(t5.eval(), (ids,), kwargs={"decoder_input_ids": ids[:, :8]}).graph))
@@ -157,7 +177,8 @@ def _overlapping_pairs(boxes: np.ndarray) -> list[tuple[int, int]]:
 
 
 def crossings(lay: Layout) -> int:
-    """Proper intersections between polyline segments of different edges (touching or overlapping do not count)."""
+    """Proper intersections between polyline segments of different edges (touching or overlapping do not
+    count)."""
     segs, owner = [], []
     for k, e in enumerate(lay.edges):
         for a, b in zip(e.points, e.points[1:], strict=False):
@@ -217,10 +238,19 @@ def quality(vg: VisibleGraph, lay: Layout) -> dict[str, float]:
     def near(p, b):
         return b[0] - 2 <= p[0] <= b[2] + 2 and b[1] - 2 <= p[1] <= b[3] + 2
 
-    bad_ends = sum(1 for e in lay.edges if not (near(e.points[0], lay.nodes[e.src])
-                                                 and near(e.points[-1], lay.nodes[e.dst])))
-    return {"overlaps": overlaps, "outside": outside, "siblings": siblings, "bad_ends": bad_ends,
-            "crossings": crossings(lay), "area": lay.width * lay.height}
+    bad_ends = sum(
+        1
+        for e in lay.edges
+        if not (near(e.points[0], lay.nodes[e.src]) and near(e.points[-1], lay.nodes[e.dst]))
+    )
+    return {
+        "overlaps": overlaps,
+        "outside": outside,
+        "siblings": siblings,
+        "bad_ends": bad_ends,
+        "crossings": crossings(lay),
+        "area": lay.width * lay.height,
+    }
 
 
 # ---- timing ------------------------------------------------------------------------------------
@@ -239,15 +269,16 @@ def _bad(q: dict[str, float]) -> str:
     return f"{q['overlaps']:.0f} / {q['outside']:.0f} / {q['siblings']:.0f} / {q['bad_ends']:.0f}"
 
 
-def compare(name: str, vg: VisibleGraph, repeat: int, single_timeout: float,
-            baseline_timeout: float | None = None) -> str:
+def compare(
+    name: str, vg: VisibleGraph, repeat: int, single_timeout: float, baseline_timeout: float | None = None
+) -> str:
     comp_t, single_t = [], []
     comp = single = None
     for _ in range(repeat):
         t, comp = cold(vg, "composed")
         comp_t.append(t)
         if single_t and single_t[-1] == float("inf"):
-            continue                       # stopped once: not again
+            continue  # stopped once: not again
         try:
             t, single = cold(vg, "single", single_timeout)
             single_t.append(t)
@@ -263,12 +294,17 @@ def compare(name: str, vg: VisibleGraph, repeat: int, single_timeout: float,
     if single is None or s_s == float("inf"):
         found = _fallback_single(vg, baseline_timeout or single_timeout)
         if found is None:
-            return head + f"over {single_timeout:g} (stopped) | - | {_bad(qc)} | - | {qc['crossings']:.0f} | - | - |"
+            return (
+                head
+                + f"over {single_timeout:g} (stopped) | - | {_bad(qc)} | - | {qc['crossings']:.0f} | - | - |"
+            )
         s_s, single, mark = found
     qs = quality(vg, single)
     cr = qc["crossings"] / qs["crossings"] if qs["crossings"] else float("nan")
-    return (head + f"{s_s:.2f}{mark} | {c_s / s_s:.2f} | {_bad(qc)} | {_bad(qs)} | {qc['crossings']:.0f} vs "
-            f"{qs['crossings']:.0f} | {cr:.2f} | {qc['area'] / qs['area']:.2f} |")
+    return (
+        head + f"{s_s:.2f}{mark} | {c_s / s_s:.2f} | {_bad(qc)} | {_bad(qs)} | {qc['crossings']:.0f} vs "
+        f"{qs['crossings']:.0f} | {cr:.2f} | {qc['area'] / qs['area']:.2f} |"
+    )
 
 
 def _fallback_single(vg: VisibleGraph, timeout: float) -> tuple[float, Layout, str] | None:
@@ -278,9 +314,11 @@ def _fallback_single(vg: VisibleGraph, timeout: float) -> tuple[float, Layout, s
     also without ``newrank`` ("plain": Graphviz's own cluster ranking). A drawing where an edge runs against
     the rank direction is no baseline (without newrank DenseNet-121 every op has 68 edges going up)."""
     bare = dataclasses.replace(vg, edges=tuple(dataclasses.replace(e, label="") for e in vg.edges))
-    for mark, fn in ((" (no io ranks)", lambda: _single_without_io_ranks(vg, timeout)),
-                     (" (no io ranks, no labels)", lambda: _single_without_io_ranks(bare, timeout)),
-                     (" (plain)", lambda: _single_plain(bare, timeout))):
+    for mark, fn in (
+        (" (no io ranks)", lambda: _single_without_io_ranks(vg, timeout)),
+        (" (no io ranks, no labels)", lambda: _single_without_io_ranks(bare, timeout)),
+        (" (plain)", lambda: _single_plain(bare, timeout)),
+    ):
         try:
             t, lay = fn()
         except layout.GraphvizError:
@@ -300,7 +338,8 @@ def upward_edges(lay: Layout) -> int:
 
 def _single_without_io_ranks(vg: VisibleGraph, timeout: float) -> tuple[float, Layout]:
     """One dot run over the whole view as before the inputs/outputs were held on the first/last rank by
-    invisible edges (with them dot does not finish GPT-2 or T5 every op in minutes): a baseline that exists."""
+    invisible edges (with them dot does not finish GPT-2 or T5 every op in minutes): a baseline that
+    exists."""
     saved = layout_dot._io_ranks
     layout_dot._io_ranks = lambda *_a, **_k: None
     try:
@@ -326,8 +365,10 @@ def llama_rows(repeat: int, single_timeout: float, baseline_timeout: float | Non
     vg8 = view.build_view(g8, view.make_spec(g8, depth=None, fold_repeats=False))
     rows.append(compare("Llama-3-70B config, 8 layers, every op", vg8, 1, single_timeout, baseline_timeout))
     toggles = []
-    for use_cache, name in ((False, "Llama-3-70B config, 80 layers, every op"),
-                            (True, "Llama-3-70B config, 80 layers, cache on, every op")):
+    for use_cache, name in (
+        (False, "Llama-3-70B config, 80 layers, every op"),
+        (True, "Llama-3-70B config, 80 layers, cache on, every op"),
+    ):
         g = llama70b(80, use_cache)
         spec = view.make_spec(g, depth=None, fold_repeats=False)
         vg = view.build_view(g, spec)
@@ -337,20 +378,26 @@ def llama_rows(repeat: int, single_timeout: float, baseline_timeout: float | Non
             t, lay = cold(vg, "composed")
             cold_t.append(t)
             close_t.append(timed(lambda c=closed: layout.layout_view(c))[0])
-            layout._cache.clear()       # the view cache would answer; the piece cache must
+            layout._cache.clear()  # the view cache would answer; the piece cache must
             reopen_t.append(timed(lambda v=vg: layout.layout_view(v))[0])
         q = quality(vg, lay)
-        rows.append(f"| {name} | {len(vg.nodes)} / {len(vg.edges)} / {len(vg.clusters)} | "
-                    f"{statistics.median(cold_t):.2f} | not run (8 layers: see above) | - | {_bad(q)} | - | "
-                    f"{q['crossings']:.0f} | - | - |")
+        rows.append(
+            f"| {name} | {len(vg.nodes)} / {len(vg.edges)} / {len(vg.clusters)} | "
+            f"{statistics.median(cold_t):.2f} | not run (8 layers: see above) | - | {_bad(q)} | - | "
+            f"{q['crossings']:.0f} | - | - |"
+        )
         opened = ""
-        if use_cache:      # the click that opens the cache output: its 160 tensors leave 80 layers one by one
+        if use_cache:  # the click that opens the cache output: its 160 tensors leave 80 layers one by one
             cache_view = view.build_view(g, view.toggle(g, spec, "io:output:cache"))
-            opened = (f"; opening the cache output ({len(cache_view.nodes) - len(vg.nodes) + 1} tensors) "
-                      f"{statistics.median(cold(cache_view, 'composed')[0] for _ in range(repeat)):.2f} s cold")
-        toggles.append(f"{name} ({len(vg.nodes):,} boxes): cold {statistics.median(cold_t):.2f} s; closing "
-                       f"layers.40 (a new view) {statistics.median(close_t):.3f} s; opening it again with the view "
-                       f"cache cleared {statistics.median(reopen_t):.3f} s{opened} (median of {repeat}).")
+            opened = (
+                f"; opening the cache output ({len(cache_view.nodes) - len(vg.nodes) + 1} tensors) "
+                f"{statistics.median(cold(cache_view, 'composed')[0] for _ in range(repeat)):.2f} s cold"
+            )
+        toggles.append(
+            f"{name} ({len(vg.nodes):,} boxes): cold {statistics.median(cold_t):.2f} s; closing "
+            f"layers.40 (a new view) {statistics.median(close_t):.3f} s; opening it again with the view "
+            f"cache cleared {statistics.median(reopen_t):.3f} s{opened} (median of {repeat})."
+        )
     return rows + ["", *toggles]
 
 
@@ -358,16 +405,29 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--single-timeout", type=float, default=60.0)
-    ap.add_argument("--baseline-timeout", type=float, default=None,
-                    help="seconds for each fallback single run (default: --single-timeout)")
+    ap.add_argument(
+        "--baseline-timeout",
+        type=float,
+        default=None,
+        help="seconds for each fallback single run (default: --single-timeout)",
+    )
     args = ap.parse_args(argv)
     rows: list[str] = []
     for name in DEMOS:
         g = demo_trace(name).graph
-        for vname, spec in (("default", view.make_spec(g)),
-                            ("every op", view.make_spec(g, depth=None, fold_repeats=False))):
-            rows.append(compare(f"gallery {name}, {vname}", view.build_view(g, spec), args.repeat,
-                                args.single_timeout, args.baseline_timeout))
+        for vname, spec in (
+            ("default", view.make_spec(g)),
+            ("every op", view.make_spec(g, depth=None, fold_repeats=False)),
+        ):
+            rows.append(
+                compare(
+                    f"gallery {name}, {vname}",
+                    view.build_view(g, spec),
+                    args.repeat,
+                    args.single_timeout,
+                    args.baseline_timeout,
+                )
+            )
             print(rows[-1], flush=True)
     for name, g in hf_models():
         vg = view.build_view(g, view.make_spec(g, depth=None, fold_repeats=False))
@@ -375,16 +435,31 @@ def main(argv: list[str] | None = None) -> int:
         print(rows[-1], flush=True)
     torch.manual_seed(0)
     dense = _trace(Dense(32), torch.randn(1, 4, 8, 8))
-    for vname, spec in (("default", view.make_spec(dense)),
-                        ("every op", view.make_spec(dense, depth=None, fold_repeats=False))):
-        rows.append(compare(f"32-layer dense block, {vname}", view.build_view(dense, spec), args.repeat,
-                            args.single_timeout, args.baseline_timeout))
+    for vname, spec in (
+        ("default", view.make_spec(dense)),
+        ("every op", view.make_spec(dense, depth=None, fold_repeats=False)),
+    ):
+        rows.append(
+            compare(
+                f"32-layer dense block, {vname}",
+                view.build_view(dense, spec),
+                args.repeat,
+                args.single_timeout,
+                args.baseline_timeout,
+            )
+        )
         print(rows[-1], flush=True)
     torch.manual_seed(0)
     dn = _trace(DenseNet121(), torch.randn(1, 3, 64, 64))
-    rows.append(compare("DenseNet-121, every op", view.build_view(dn, view.make_spec(dn, depth=None,
-                                                                                      fold_repeats=False)),
-                        1, args.single_timeout, args.baseline_timeout))
+    rows.append(
+        compare(
+            "DenseNet-121, every op",
+            view.build_view(dn, view.make_spec(dn, depth=None, fold_repeats=False)),
+            1,
+            args.single_timeout,
+            args.baseline_timeout,
+        )
+    )
     print(rows[-1], flush=True)
     rows += llama_rows(args.repeat, args.single_timeout, args.baseline_timeout)
     print(rows[-1], flush=True)
@@ -393,13 +468,17 @@ def main(argv: list[str] | None = None) -> int:
         "# Layout at any size: by module (composed) against one dot run (single)",
         "",
         f"Command: `{COMMAND} --repeat {args.repeat} --single-timeout {args.single_timeout:g}"
-        f"{f' --baseline-timeout {args.baseline_timeout:g}' if args.baseline_timeout else ''}` (seconds, median of "
+        f"{f' --baseline-timeout {args.baseline_timeout:g}' if args.baseline_timeout else ''}"
+        "` (seconds, median of "
         f"{args.repeat} cold runs, every cache cleared; DenseNet-121 and Llama 8 layers: one run).",
-        f"Machine: {platform.machine()}, {_cores()} cores, Python {platform.python_version()}, {dot_version}, "
+        f"Machine: {platform.machine()}, {_cores()} cores, Python {platform.python_version()}, "
+        f"{dot_version}, "
         f"torch {torch.__version__}, transformers {transformers.__version__}.",
         "",
-        "Defects are counted as overlapping boxes / boxes outside their cluster / overlapping sibling clusters / "
-        "edges not on their boxes (all must be 0). Crossings: proper intersections of segments of different edges."
+        "Defects are counted as overlapping boxes / boxes outside their cluster / "
+        "overlapping sibling clusters / "
+        "edges not on their boxes (all must be 0). Crossings: proper intersections of segments of "
+        "different edges."
         " Ratios are composed / single on the same view.",
         "",
         "| view | boxes / edges / clusters | composed, s | single, s | time ratio | defects composed | "

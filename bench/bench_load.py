@@ -64,7 +64,8 @@ def rss_mb(pid: int) -> float:
 
 
 def serve_floor() -> None:
-    """The floor app (run as ``bench_load.py --serve-floor``): one dcc.Graph, a new two-point figure per click."""
+    """The floor app (run as ``bench_load.py --serve-floor``): one dcc.Graph, a new two-point figure per
+    click."""
     import logging
 
     import dash
@@ -96,7 +97,7 @@ class Stats:
     details_ms: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     clicks: int = 0
-    new_views: int = 0      # measured clicks whose view no user had asked for before (a layout to compute)
+    new_views: int = 0  # measured clicks whose view no user had asked for before (a layout to compute)
 
 
 _seen: set[tuple[frozenset[str], frozenset[str]]] = set()
@@ -121,8 +122,14 @@ def customdata_ids(figure: dict[str, Any]) -> set[str]:
     return out
 
 
-def check(old: dict[str, Any], new: dict[str, Any], vid: str, opening: bool, nonce: str,
-          figure: dict[str, Any] | None) -> str | None:
+def check(
+    old: dict[str, Any],
+    new: dict[str, Any],
+    vid: str,
+    opening: bool,
+    nonce: str,
+    figure: dict[str, Any] | None,
+) -> str | None:
     """What is wrong with the answer to this user's click, or None."""
     if new.get("bench_user") != nonce:
         return f"cross-talk: the store came back with {new.get('bench_user')!r}, not this user's {nonce!r}"
@@ -141,8 +148,16 @@ def check(old: dict[str, Any], new: dict[str, Any], vid: str, opening: bool, non
     return None
 
 
-def user(url: str, index: int, think: float, warmup: int, stop_at: float, measured: threading.Event,
-         stats: Stats, rss_tick: Any) -> None:
+def user(
+    url: str,
+    index: int,
+    think: float,
+    warmup: int,
+    stop_at: float,
+    measured: threading.Event,
+    stats: Stats,
+    rss_tick: Any,
+) -> None:
     rng = random.Random(1000 + index)
     nonce = f"u{index}-{uuid.uuid4().hex[:8]}"
     try:
@@ -164,7 +179,9 @@ def user(url: str, index: int, think: float, warmup: int, stop_at: float, measur
             break
         drawn = customdata_ids(figure)
         expanded = set(store["expanded"])
-        openable = sorted(i for i in drawn if (i.startswith("mod:") or i.startswith("fold:")) and i not in expanded)
+        openable = sorted(
+            i for i in drawn if (i.startswith("mod:") or i.startswith("fold:")) and i not in expanded
+        )
         closable = sorted(i for i in expanded if i != "mod:(root)" and i in drawn)
         opening = bool(openable) and (len(expanded) < MAX_OPEN or not closable)
         if not opening and not closable:
@@ -173,11 +190,13 @@ def user(url: str, index: int, think: float, warmup: int, stop_at: float, measur
         click = {"points": [{"customdata": vid}]}
         t0 = time.perf_counter()
         try:
-            r = client.call('"graph"}.figure', AIO, {"graph.clickData": click, "store.data": store}, "graph.clickData")
+            r = client.call(
+                '"graph"}.figure', AIO, {"graph.clickData": click, "store.data": store}, "graph.clickData"
+            )
             ms = (time.perf_counter() - t0) * 1000
             r.raise_for_status()
             out = r.json()["response"]
-            if id_key(graph_id(AIO, "store")) not in out:     # the callback said what went wrong in the notes
+            if id_key(graph_id(AIO, "store")) not in out:  # the callback said what went wrong in the notes
                 notes = out.get(id_key(graph_id(AIO, "notes")), {}).get("children")
                 raise RuntimeError(f"no new state; the page says: {str(notes)[:300]}")
             new_store = out[id_key(graph_id(AIO, "store"))]["data"]
@@ -185,8 +204,12 @@ def user(url: str, index: int, think: float, warmup: int, stop_at: float, measur
             full = isinstance(new_fig, dict) and "data" in new_fig
             problem = check(store, new_store, vid, opening, nonce, new_fig if full else None)
             t1 = time.perf_counter()
-            d = client.call('"details"}.children', AIO, {"graph.clickData": click, "store.data": new_store},
-                            "graph.clickData")
+            d = client.call(
+                '"details"}.children',
+                AIO,
+                {"graph.clickData": click, "store.data": new_store},
+                "graph.clickData",
+            )
             d_ms = (time.perf_counter() - t1) * 1000
             d.raise_for_status()
         except Exception as exc:  # noqa: BLE001 - counted
@@ -225,7 +248,9 @@ def _find_figure(node: Any) -> dict[str, Any] | None:
     return None
 
 
-def floor_user(url: str, index: int, think: float, stop_at: float, measured: threading.Event, stats: Stats) -> None:
+def floor_user(
+    url: str, index: int, think: float, stop_at: float, measured: threading.Event, stats: Stats
+) -> None:
     rng = random.Random(2000 + index)
     http = requests.Session()
     k = 0
@@ -233,9 +258,13 @@ def floor_user(url: str, index: int, think: float, stop_at: float, measured: thr
         time.sleep(think * rng.uniform(0.6, 1.4))
         if time.monotonic() >= stop_at:
             break
-        body = {"output": "g.figure", "outputs": {"id": "g", "property": "figure"},
-                "inputs": [{"id": "g", "property": "clickData", "value": {"points": [{"customdata": k}]}}],
-                "changedPropIds": ["g.clickData"], "state": []}
+        body = {
+            "output": "g.figure",
+            "outputs": {"id": "g", "property": "figure"},
+            "inputs": [{"id": "g", "property": "clickData", "value": {"points": [{"customdata": k}]}}],
+            "changedPropIds": ["g.clickData"],
+            "state": [],
+        }
         t0 = time.perf_counter()
         try:
             r = http.post(url + "_dash-update-component", json=body, timeout=60)
@@ -271,8 +300,12 @@ def run_ours(trace_file: Path, users: int, seconds: float, think: float, warmup:
                 if total[0] % RSS_EVERY == 0:
                     samples.append((total[0], rss_mb(proc.pid)))
 
-        threads = [threading.Thread(target=user, args=(url, i, think, warmup, stop_at, measured, per_user[i], tick),
-                                    daemon=True) for i in range(users)]
+        threads = [
+            threading.Thread(
+                target=user, args=(url, i, think, warmup, stop_at, measured, per_user[i], tick), daemon=True
+            )
+            for i in range(users)
+        ]
         for t in threads:
             t.start()
         time.sleep(warm_s)
@@ -294,8 +327,12 @@ def run_floor(users: int, seconds: float, think: float) -> dict[str, Any]:
         per_user = [Stats() for _ in range(users)]
         warm_s = 3.0
         stop_at = time.monotonic() + warm_s + seconds
-        threads = [threading.Thread(target=floor_user, args=(url, i, think, stop_at, measured, per_user[i]),
-                                    daemon=True) for i in range(users)]
+        threads = [
+            threading.Thread(
+                target=floor_user, args=(url, i, think, stop_at, measured, per_user[i]), daemon=True
+            )
+            for i in range(users)
+        ]
         for t in threads:
             t.start()
         time.sleep(warm_s)
@@ -324,12 +361,25 @@ def summarise(per_user: list[Stats], samples: list[tuple[int, float]], seconds: 
         xs, ys = [a for a, _ in samples], [b for _, b in samples]
         mx, my = statistics.fmean(xs), statistics.fmean(ys)
         den = sum((x - mx) ** 2 for x in xs)
-        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / den * 1000 if den else float("nan")
+        slope = (
+            sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / den * 1000
+            if den
+            else float("nan")
+        )
     new = sum(s.new_views for s in per_user)
-    return {"clicks": len(ms), "rate": len(ms) / seconds, "errors": errors, "new": new / len(ms) if ms else 0.0, "p50": pct(ms, 50), "p95": pct(ms, 95),
-            "p99": pct(ms, 99), "details_p50": pct(det, 50),
-            "rss_start": samples[0][1] if samples else float("nan"),
-            "rss_end": samples[-1][1] if samples else float("nan"), "rss_per_1000": slope}
+    return {
+        "clicks": len(ms),
+        "rate": len(ms) / seconds,
+        "errors": errors,
+        "new": new / len(ms) if ms else 0.0,
+        "p50": pct(ms, 50),
+        "p95": pct(ms, 95),
+        "p99": pct(ms, 99),
+        "details_p50": pct(det, 50),
+        "rss_start": samples[0][1] if samples else float("nan"),
+        "rss_end": samples[-1][1] if samples else float("nan"),
+        "rss_per_1000": slope,
+    }
 
 
 def build_trace(folder: Path) -> Path:
@@ -367,8 +417,11 @@ def main() -> int:
             print(f"-- {n} users: Dash floor", flush=True)
             floor = run_floor(n, ns.seconds, ns.think)
             rows.append((n, ours, floor))
-    cmd = (f".venv/bin/python bench/bench_load.py --users {ns.users} --seconds {ns.seconds:g} --think {ns.think:g} "
-           f"--warmup {ns.warmup}")
+    cmd = (
+        f".venv/bin/python bench/bench_load.py --users {ns.users} --seconds {ns.seconds:g} "
+        f"--think {ns.think:g} "
+        f"--warmup {ns.warmup}"
+    )
     lines = [
         "# Load: simulated users clicking a served GPT-2 small trace",
         "",
@@ -376,16 +429,21 @@ def main() -> int:
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
         "server and users on the same machine (the users' threads share its cores).",
         "",
-        "| users | clicks measured (per s) | new views | errors | click p50 / p95 / p99 (ms) | Dash floor p50 / p95 (ms) "
-        "| ours / floor, p50 · p95 | details p50 (ms) | server RSS after warm-up → end (MB) | RSS per 1,000 clicks (MB) |",
+        "| users | clicks measured (per s) | new views | errors | click p50 / p95 / p99 (ms) "
+        "| Dash floor p50 / p95 (ms) "
+        "| ours / floor, p50 · p95 | details p50 (ms) | server RSS after warm-up → end (MB) "
+        "| RSS per 1,000 clicks (MB) |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for n, o, f in rows:
         lines.append(
-            f"| {n} | {o['clicks']} ({o['rate']:.1f}) | {o['new']:.0%} | {len(o['errors'])} | {o['p50']:.0f} / {o['p95']:.0f} / "
+            f"| {n} | {o['clicks']} ({o['rate']:.1f}) | {o['new']:.0%} | {len(o['errors'])} "
+            f"| {o['p50']:.0f} / {o['p95']:.0f} / "
             f"{o['p99']:.0f} | {f['p50']:.0f} / {f['p95']:.0f} | {o['p50'] / f['p50']:.1f}× · "
-            f"{o['p95'] / f['p95']:.1f}× | {o['details_p50']:.0f} | {o['rss_start']:.0f} → {o['rss_end']:.0f} | "
-            f"{o['rss_per_1000']:+.1f} |")
+            f"{o['p95'] / f['p95']:.1f}× | {o['details_p50']:.0f} "
+            f"| {o['rss_start']:.0f} → {o['rss_end']:.0f} | "
+            f"{o['rss_per_1000']:+.1f} |"
+        )
     errs = [e for _, o, f in rows for e in o["errors"] + f["errors"]]
     if errs:
         lines += ["", "First errors:", *[f"- {e}" for e in errs[:10]]]

@@ -12,7 +12,8 @@ All in one run, same machine, same browser (Debian chromium driven by Playwright
      figure, and the median time of a zoom step and of a pan step (``Plotly.relayout`` of both axis ranges,
      until the frame after it has painted), for our figure (the picture: SVG layout images, one under 1,000
      boxes and tiles above, render/tiles.py, under invisible box targets; a standalone figure carries them as
-     data URIs, the app serves each by URL), for the way the issue's option (a) would do it (plotly text labels, re-sized after each
+     data URIs, the app serves each by URL), for the way the issue's option (a) would do it (plotly text
+     labels, re-sized after each
      zoom: the relayout plus the ``textfont.size`` restyle that the server's Patch would cause; add Dash's
      round trip from bench/results/dash_floor.md), and for the naive shapes+annotations figure.
   3. Real models (GPT-2 small, a 6-layer Llama from a transformers config; random weights): our HTML export
@@ -44,13 +45,14 @@ from conftest import CHROMIUM_ARGS  # noqa: E402
 from support_render import grid_case  # noqa: E402
 
 from torchvista_dash.render import SCROLL_CONFIG, make_figure  # noqa: E402
-from torchvista_dash.render.export import HTML_DIV_ID as DIV  # noqa: E402
+from torchvista_dash.render.static.html import HTML_DIV_ID as DIV  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "render.md"
 COMMAND = ".venv/bin/python bench/bench_render.py"
 
 FIRST_DRAW_OURS = """() => { const gd = document.getElementById('%s');
-  return !!(gd && gd._fullLayout && gd._fullLayout._size && gd.querySelector('.imagelayer image, .textpoint, .annotation')); }"""
+  return !!(gd && gd._fullLayout && gd._fullLayout._size &&
+    gd.querySelector('.imagelayer image, .textpoint, .annotation')); }"""
 FIRST_DRAW_EMPTY = """() => { const gd = document.getElementById('%s');
   return !!(gd && gd._fullLayout && gd._fullLayout._size); }"""
 FIRST_DRAW_TV = """() => { const s = document.querySelector('[id^="graph_"] svg');
@@ -62,7 +64,8 @@ STEP = """async (a) => { const [id, kind, resize] = a; const gd = document.getEl
   const base = resize ? gd.data.filter(t => t.mode === 'text').map(t => t.textfont.size) : [];
   const idx = resize ? gd.data.map((t, i) => t.mode === 'text' ? i : -1).filter(i => i >= 0) : [];
   for (let i = 0; i < 6; i++) {
-    const f = kind === 'zoom' ? (i % 2 ? 1.0 : 0.5) : 1.0; const shift = kind === 'pan' ? (i % 2 ? 0 : 0.2) : 0;
+    const f = kind === 'zoom' ? (i % 2 ? 1.0 : 0.5) : 1.0;
+    const shift = kind === 'pan' ? (i % 2 ? 0 : 0.2) : 0;
     const cx = (xr[0] + xr[1]) / 2 + shift * (xr[1] - xr[0]), cy = (yr[0] + yr[1]) / 2;
     const hx = (xr[1] - xr[0]) * f / 2, hy = (yr[1] - yr[0]) * f / 2;
     const t0 = performance.now();
@@ -91,13 +94,25 @@ def text_figure(n: int) -> go.Figure:
         ey += [p[1] for p in e.points] + [None]
     centres = [lay.nodes[v.id] for v in vg.nodes]
     return go.Figure(
-        data=[go.Scatter(x=ex, y=ey, mode="lines", hoverinfo="skip"),
-              go.Scatter(x=xs, y=ys, mode="lines", fill="toself", hoverinfo="skip"),
-              go.Scatter(x=[(b[0] + b[2]) / 2 for b in centres], y=[(b[1] + b[3]) / 2 for b in centres],
-                         mode="text", text=[v.label for v in vg.nodes], textfont={"size": 11},
-                         customdata=[v.id for v in vg.nodes])],
-        layout={"showlegend": False, "template": "plotly_white", "xaxis": {"visible": False},
-                "yaxis": {"visible": False, "scaleanchor": "x"}})
+        data=[
+            go.Scatter(x=ex, y=ey, mode="lines", hoverinfo="skip"),
+            go.Scatter(x=xs, y=ys, mode="lines", fill="toself", hoverinfo="skip"),
+            go.Scatter(
+                x=[(b[0] + b[2]) / 2 for b in centres],
+                y=[(b[1] + b[3]) / 2 for b in centres],
+                mode="text",
+                text=[v.label for v in vg.nodes],
+                textfont={"size": 11},
+                customdata=[v.id for v in vg.nodes],
+            ),
+        ],
+        layout={
+            "showlegend": False,
+            "template": "plotly_white",
+            "xaxis": {"visible": False},
+            "yaxis": {"visible": False, "scaleanchor": "x"},
+        },
+    )
 
 
 def naive_figure(n: int) -> go.Figure:
@@ -107,10 +122,27 @@ def naive_figure(n: int) -> go.Figure:
     annotations = []
     for v in vg.nodes:
         x0, y0, x1, y1 = lay.nodes[v.id]
-        shapes.append({"type": "rect", "x0": x0, "y0": y0, "x1": x1, "y1": y1, "fillcolor": "#dbe9f6",
-                       "line": {"color": "#4a78a8", "width": 1}, "layer": "below"})
-        annotations.append({"x": (x0 + x1) / 2, "y": (y0 + y1) / 2, "text": v.label, "showarrow": False,
-                            "font": {"size": 11}})
+        shapes.append(
+            {
+                "type": "rect",
+                "x0": x0,
+                "y0": y0,
+                "x1": x1,
+                "y1": y1,
+                "fillcolor": "#dbe9f6",
+                "line": {"color": "#4a78a8", "width": 1},
+                "layer": "below",
+            }
+        )
+        annotations.append(
+            {
+                "x": (x0 + x1) / 2,
+                "y": (y0 + y1) / 2,
+                "text": v.label,
+                "showarrow": False,
+                "font": {"size": 11},
+            }
+        )
     xs: list = []
     ys: list = []
     for e in lay.edges:
@@ -121,8 +153,15 @@ def naive_figure(n: int) -> go.Figure:
         ys.append(None)
     return go.Figure(
         data=[go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip")],
-        layout={"shapes": shapes, "annotations": annotations, "showlegend": False, "template": "plotly_white",
-                "xaxis": {"visible": False}, "yaxis": {"visible": False, "scaleanchor": "x"}})
+        layout={
+            "shapes": shapes,
+            "annotations": annotations,
+            "showlegend": False,
+            "template": "plotly_white",
+            "xaxis": {"visible": False},
+            "yaxis": {"visible": False, "scaleanchor": "x"},
+        },
+    )
 
 
 def timed(fn: Any, repeat: int) -> tuple[float, Any]:
@@ -136,13 +175,15 @@ def timed(fn: Any, repeat: int) -> tuple[float, Any]:
 
 
 def write_html(fig: go.Figure, path: Path) -> Path:
-    fig.write_html(path, include_plotlyjs=True, full_html=True, config=SCROLL_CONFIG, div_id=DIV,
-                   default_height="100vh")
+    fig.write_html(
+        path, include_plotlyjs=True, full_html=True, config=SCROLL_CONFIG, div_id=DIV, default_height="100vh"
+    )
     return path
 
 
-def browser_times(browser: Any, path: Path, repeat: int, ours: bool | None = True, resize: bool = False
-                  ) -> tuple[float, float | None, float | None]:
+def browser_times(
+    browser: Any, path: Path, repeat: int, ours: bool | None = True, resize: bool = False
+) -> tuple[float, float | None, float | None]:
     """(median ms to first draw, median ms per zoom step, per pan step) of a standalone HTML file.
 
     ``ours``: True for plotly figures, False for torchvista's page, None for a figure with nothing in it;
@@ -178,10 +219,22 @@ def gpt2_rows(browser: Any, tmp: Path, repeat: int) -> list[list[str]]:
     rows = []
     from transformers import LlamaConfig, LlamaModel
 
-    configs = [("GPT-2 small", lambda: GPT2Model(GPT2Config(vocab_size=1000, n_positions=64))),
-               ("Llama 6 layers", lambda: LlamaModel(LlamaConfig(
-                   num_hidden_layers=6, hidden_size=256, intermediate_size=512, num_attention_heads=4,
-                   num_key_value_heads=2, vocab_size=1000)))]
+    configs = [
+        ("GPT-2 small", lambda: GPT2Model(GPT2Config(vocab_size=1000, n_positions=64))),
+        (
+            "Llama 6 layers",
+            lambda: LlamaModel(
+                LlamaConfig(
+                    num_hidden_layers=6,
+                    hidden_size=256,
+                    intermediate_size=512,
+                    num_attention_heads=4,
+                    num_key_value_heads=2,
+                    vocab_size=1000,
+                )
+            ),
+        ),
+    ]
     for mname, make in configs:
         torch.manual_seed(0)
         model = make().eval()
@@ -197,24 +250,60 @@ def gpt2_rows(browser: Any, tmp: Path, repeat: int) -> list[list[str]]:
 
             try:
                 lay_ms, layout = timed(lay, repeat)
-            except Exception as exc:   # e.g. dot past its time budget: say so in the table, keep the run
-                rows.append([mname, f"torchvista_dash, {label}", str(len(vg.nodes)),
-                             f"failed: {str(exc).split('.')[0]}", "—", "—", "—", "—", "—", "—"])
+            except Exception as exc:  # e.g. dot past its time budget: say so in the table, keep the run
+                rows.append(
+                    [
+                        mname,
+                        f"torchvista_dash, {label}",
+                        str(len(vg.nodes)),
+                        f"failed: {str(exc).split('.')[0]}",
+                        "—",
+                        "—",
+                        "—",
+                        "—",
+                        "—",
+                        "—",
+                    ]
+                )
                 continue
             fig_ms, fig = timed(lambda vg=vg, layout=layout, g=t.graph: make_figure(g, vg, layout), repeat)
             path = tmp / f"ours_{len(rows)}.html"
             t.to_html(path, **opts)
             draw, zoom, pan = browser_times(browser, path, repeat)
-            rows.append([mname, f"torchvista_dash, {label}", str(len(vg.nodes)), f"{lay_ms:.0f}",
-                         f"{fig_ms:.1f}", f"{fig_ms / lay_ms:.2f}", f"{path.stat().st_size / 1e6:.1f}",
-                         f"{draw:.0f}", _ms(zoom), _ms(pan)])
+            rows.append(
+                [
+                    mname,
+                    f"torchvista_dash, {label}",
+                    str(len(vg.nodes)),
+                    f"{lay_ms:.0f}",
+                    f"{fig_ms:.1f}",
+                    f"{fig_ms / lay_ms:.2f}",
+                    f"{path.stat().st_size / 1e6:.1f}",
+                    f"{draw:.0f}",
+                    _ms(zoom),
+                    _ms(pan),
+                ]
+            )
         for depth, label in [(1, "default view"), (99, "every module open")]:
             tv_path = tmp / f"torchvista_{len(rows)}.html"
-            torchvista.trace_model(model, ids, export_format="html", export_path=str(tv_path),
-                                   collapse_modules_after_depth=depth)
+            torchvista.trace_model(
+                model, ids, export_format="html", export_path=str(tv_path), collapse_modules_after_depth=depth
+            )
             draw, _, _ = browser_times(browser, tv_path, repeat, ours=False)
-            rows.append([mname, f"torchvista, {label}", "—", "—", "—", "—", f"{tv_path.stat().st_size / 1e6:.1f}",
-                         f"{draw:.0f}", "—", "—"])
+            rows.append(
+                [
+                    mname,
+                    f"torchvista, {label}",
+                    "—",
+                    "—",
+                    "—",
+                    "—",
+                    f"{tv_path.stat().st_size / 1e6:.1f}",
+                    f"{draw:.0f}",
+                    "—",
+                    "—",
+                ]
+            )
         print(f"done {mname}", file=sys.stderr)
     return rows
 
@@ -234,18 +323,36 @@ def main() -> None:
         tmp = Path(td)
         browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
         empty = write_html(go.Figure(layout={"template": "plotly_white"}), tmp / "empty.html")
-        br_rows.append(["0", "empty figure: plotly.js load + parse only",
-                        f"{browser_times(browser, empty, max(1, args.repeat // 2), ours=None)[0]:.0f}", "—", "—"])
+        br_rows.append(
+            [
+                "0",
+                "empty figure: plotly.js load + parse only",
+                f"{browser_times(browser, empty, max(1, args.repeat // 2), ours=None)[0]:.0f}",
+                "—",
+                "—",
+            ]
+        )
         for n in sizes:
             case = grid_case(n)
             ours_ms, fig = timed(lambda case=case: make_figure(*case), args.repeat)
             naive_ms, naive = timed(lambda n=n: naive_figure(n), args.repeat)
             ours_json = len(fig.to_json())
             naive_json = len(naive.to_json())
-            py_rows.append([str(n), str(len(fig.data)), f"{ours_ms:.0f}", f"{naive_ms:.0f}",
-                            f"{naive_ms / ours_ms:.1f}×", f"{ours_json / n:.0f}", f"{naive_json / n:.0f}"])
-            variants = [(f"picture: {len(fig.layout.images)} SVG image(s) + box targets (ours)", fig, False),
-                        ("(a) plotly text labels, re-sized per step (browser part)", text_figure(n), True)]
+            py_rows.append(
+                [
+                    str(n),
+                    str(len(fig.data)),
+                    f"{ours_ms:.0f}",
+                    f"{naive_ms:.0f}",
+                    f"{naive_ms / ours_ms:.1f}×",
+                    f"{ours_json / n:.0f}",
+                    f"{naive_json / n:.0f}",
+                ]
+            )
+            variants = [
+                (f"picture: {len(fig.layout.images)} SVG image(s) + box targets (ours)", fig, False),
+                ("(a) plotly text labels, re-sized per step (browser part)", text_figure(n), True),
+            ]
             if n <= 2000:
                 variants.append(("naive: shape + annotation per node", naive, False))
             for name, f, resize in variants:
@@ -258,23 +365,30 @@ def main() -> None:
     load_after = " / ".join(f"{v:.1f}" for v in os.getloadavg())
 
     def table(header: list[str], rows: list[list[str]]) -> str:
-        return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-                         + ["| " + " | ".join(r) + " |" for r in rows])
+        return "\n".join(
+            ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+            + ["| " + " | ".join(r) + " |" for r in rows]
+        )
 
-    md = f"""# Render benchmark
+    md = (
+        f"""# Render benchmark
 
 Command: `{COMMAND} --repeat {args.repeat} --sizes {args.sizes}`
 
 Machine: {platform.platform()}, Python {platform.python_version()}, plotly {plotly.__version__},
-headless Debian Chromium (Playwright), viewport 1400×900; load average {load_before} at the start, {load_after} at
+headless Debian Chromium (Playwright), viewport 1400×900; load average {load_before} at the start, \
+{load_after} at
 the end (the 2 cores are shared). Medians. Compare rows within one table (one
 run, same conditions); absolute times move by ±30 % when other work shares the 2 cores.
 
 ## Figure build (Python) and JSON size — hand-built grid views
 
-| boxes | traces | make_figure ms | naive figure ms | naive / ours | JSON B/node (ours) | JSON B/node (naive) |
+| boxes | traces | make_figure ms | naive figure ms | naive / ours | JSON B/node (ours) \
+| JSON B/node (naive) |
 |---|---|---|---|---|---|---|
-""" + "\n".join("| " + " | ".join(r) + " |" for r in py_rows) + f"""
+"""
+        + "\n".join("| " + " | ".join(r) + " |" for r in py_rows)
+        + f"""
 
 ## In the browser — standalone HTML (plotly.js embedded)
 
@@ -290,11 +404,30 @@ itself (Dash's floor: bench/results/dash_floor.md).
 
 {table(["boxes", "figure", "first draw ms", "zoom step ms", "pan step ms"], br_rows)}
 
-## Real models (random weights, 16 tokens): ours against torchvista's HTML export in the same browser\n\ntorchvista lays out in the browser (Graphviz compiled to wasm) and draws with d3; its first draw is when its\nSVG holds the graph's text. Ours: plotly.js parse + figure draw (layout was done in Python, column 4).
+## Real models (random weights, 16 tokens): ours against torchvista's HTML export in the same browser
 
-{table(["model", "figure", "boxes", "dot layout ms", "make_figure ms", "make_figure / layout", "HTML MB",
-        "first draw ms", "zoom step ms", "pan step ms"], gpt_rows)}
+torchvista lays out in the browser (Graphviz compiled to wasm) and draws with d3; its first draw is when its
+SVG holds the graph's text. Ours: plotly.js parse + figure draw (layout was done in Python, column 4).
+
+{
+            table(
+                [
+                    "model",
+                    "figure",
+                    "boxes",
+                    "dot layout ms",
+                    "make_figure ms",
+                    "make_figure / layout",
+                    "HTML MB",
+                    "first draw ms",
+                    "zoom step ms",
+                    "pan step ms",
+                ],
+                gpt_rows,
+            )
+        }
 """
+    )
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(md, encoding="utf-8")
     print(md)

@@ -7,10 +7,12 @@ GPT-2 small (GPT2Config() defaults: 12 layers, 768 wide) and BERT base (BertConf
 weights, batch 1, 32 tokens, CPU. The trace records each op's FLOPs (the default); "trace without FLOPs"
 (``flops=False``) is the tracer without that, measured in the same run. What FLOP measuring learns is kept
 for the process (trace/cost.py), so repeated traces measure nothing anew; "first trace" clears that before
-each trace (what the first trace in a fresh process pays). In one run, each repetition times the plain forward pass and the trace
+each trace (what the first trace in a fresh process pays). In one run, each repetition times the plain forward
+pass and the trace
 back to back (alternating which goes first), so both see the same machine state; the table gives the
 medians, the median of the per-repetition ratios (robust to load that drifts during the run) and the ratio
-of the fastest runs (the least disturbed ones). ``--peers`` adds torchview's ``draw_graph`` (graph building only, no rendering)
+of the fastest runs (the least disturbed ones). ``--peers`` adds torchview's ``draw_graph`` (graph building
+only, no rendering)
 on the same model and input as a peer ratio.
 Writes bench/results/trace.md and prints it.
 """
@@ -33,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from torchvista_dash import trace_model  # noqa: E402
-from torchvista_dash.trace.cost import _LEARNED  # noqa: E402
+from torchvista_dash.frontends.trace.cost import _LEARNED  # noqa: E402
 
 TOKENS = 32
 
@@ -68,7 +70,12 @@ def measure(name: str, repeat: int, peers: bool) -> dict[str, Any]:
         _LEARNED.clear()
         trace_model(model, (ids,), kwargs=kwargs)
 
-    runs: dict[str, Any] = {"forward": forward, "trace": trace, "no_flops": trace_without_flops, "first": first_trace}
+    runs: dict[str, Any] = {
+        "forward": forward,
+        "trace": trace,
+        "no_flops": trace_without_flops,
+        "first": first_trace,
+    }
     if peers:
         from torchview import draw_graph
 
@@ -76,23 +83,33 @@ def measure(name: str, repeat: int, peers: bool) -> dict[str, Any]:
             draw_graph(model, input_data=(ids,), kwargs=kwargs, depth=3, save_graph=False)
 
         runs["torchview"] = torchview_graph
-    for f in runs.values():                       # warm-up: imports, allocator, caches
+    for f in runs.values():  # warm-up: imports, allocator, caches
         f()
         f()
     times: dict[str, list[float]] = {k: [] for k in runs}
     order = list(runs)
     for i in range(repeat):
-        for k in (order if i % 2 == 0 else order[::-1]):
+        for k in order if i % 2 == 0 else order[::-1]:
             t0 = time.perf_counter()
             runs[k]()
             times[k].append(time.perf_counter() - t0)
     t = trace_model(model, (ids,), kwargs=kwargs)
     med = {k: statistics.median(v) * 1000 for k, v in times.items()}
-    paired = {k: statistics.median(a / f for a, f in zip(v, times["forward"], strict=True)) for k, v in times.items()}
+    paired = {
+        k: statistics.median(a / f for a, f in zip(v, times["forward"], strict=True))
+        for k, v in times.items()
+    }
     best = {k: min(v) / min(times["forward"]) for k, v in times.items()}
     flops_cost = statistics.median(a / b for a, b in zip(times["trace"], times["no_flops"], strict=True))
-    return {"model": name, "ops": t.graph.op_count, "calls": len(t.graph.module_calls), "med": med,
-            "paired": paired, "best": best, "flops_cost": flops_cost}
+    return {
+        "model": name,
+        "ops": t.graph.op_count,
+        "calls": len(t.graph.module_calls),
+        "med": med,
+        "paired": paired,
+        "best": best,
+        "flops_cost": flops_cost,
+    }
 
 
 def main() -> None:
@@ -108,8 +125,13 @@ def main() -> None:
     rows = [measure(name, opts.repeat, opts.peers) for name in ("GPT-2 small", "BERT base")]
     load_after = os.getloadavg()[0]
 
-    cmd = "`.venv/bin/python bench/bench_trace.py" + (f" --repeat {opts.repeat}" if opts.repeat != 21 else "") \
-        + (" --peers" if opts.peers else "") + (f" --threads {opts.threads}" if opts.threads else "") + "`"
+    cmd = (
+        "`.venv/bin/python bench/bench_trace.py"
+        + (f" --repeat {opts.repeat}" if opts.repeat != 21 else "")
+        + (" --peers" if opts.peers else "")
+        + (f" --threads {opts.threads}" if opts.threads else "")
+        + "`"
+    )
     lines = [
         "# Trace benchmark",
         "",
@@ -118,13 +140,17 @@ def main() -> None:
         f"Machine: {platform.machine()}, {torch.get_num_threads()} torch threads, Python "
         f"{platform.python_version()}, torch {torch.__version__}. Batch 1, {TOKENS} tokens, CPU, random "
         f"weights; median of {opts.repeat} interleaved runs. Target: trace ≤ 1.25× forward.",
-        f"1-minute load average {load_before:.1f} before and {load_after:.1f} after (a shared machine: ratios "
+        f"1-minute load average {load_before:.1f} before and {load_after:.1f} after "
+        "(a shared machine: ratios "
         f"move by a few hundredths from run to run).",
         "",
     ]
-    head = ("| model | ops | module calls | forward (ms, median) | trace (ms, median) | trace / forward "
-            "(median of paired ratios) | trace / forward (fastest runs) | trace without FLOPs / forward (paired) | "
-            "trace / trace without FLOPs (paired) | first trace / forward (paired) |")
+    head = (
+        "| model | ops | module calls | forward (ms, median) | trace (ms, median) | trace / forward "
+        "(median of paired ratios) | trace / forward (fastest runs) "
+        "| trace without FLOPs / forward (paired) | "
+        "trace / trace without FLOPs (paired) | first trace / forward (paired) |"
+    )
     sep = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     if opts.peers:
         head += " torchview draw_graph (ms) | torchview / forward (paired) |"
@@ -132,9 +158,12 @@ def main() -> None:
     lines += [head, sep]
     for r in rows:
         m = r["med"]
-        line = (f"| {r['model']} | {r['ops']} | {r['calls']} | {m['forward']:.1f} | {m['trace']:.1f} | "
-                f"{r['paired']['trace']:.2f}× | {r['best']['trace']:.2f}× | {r['paired']['no_flops']:.2f}× | {r['flops_cost']:.2f}× | "
-                f"{r['paired']['first']:.2f}× |")
+        line = (
+            f"| {r['model']} | {r['ops']} | {r['calls']} | {m['forward']:.1f} | {m['trace']:.1f} | "
+            f"{r['paired']['trace']:.2f}× | {r['best']['trace']:.2f}× | {r['paired']['no_flops']:.2f}× "
+            f"| {r['flops_cost']:.2f}× | "
+            f"{r['paired']['first']:.2f}× |"
+        )
         if opts.peers:
             line += f" {m['torchview']:.1f} | {r['paired']['torchview']:.2f}× |"
         lines.append(line)

@@ -1,7 +1,8 @@
 """Trace A/B: did a change make tracing slower? trace/forward ratios of two checkouts, interleaved.
 
 Command (from the repository root):
-    .venv/bin/python bench/bench_trace_ab.py OLD_DIR NEW_DIR [--rounds 3] [--repeat 15] [--no-flops] [--one-process]
+    .venv/bin/python bench/bench_trace_ab.py OLD_DIR NEW_DIR [--rounds 3] [--repeat 15] [--no-flops]
+    [--one-process]
 
 OLD_DIR and NEW_DIR are checkouts of this repository (e.g. ``git archive <commit> | tar -x -C DIR``).
 Each round runs one subprocess per checkout, alternating, on GPT-2 small and BERT base (bench_trace's
@@ -50,9 +51,13 @@ for name in ("GPT-2 small", "BERT base"):
             model(ids, **kw)
 """
 
-_CHILD = _HEAD + r"""
+_CHILD = (
+    _HEAD
+    + r"""
 from torchvista_dash import trace_model
-""" + _EACH_MODEL + r"""    def tr():
+"""
+    + _EACH_MODEL
+    + r"""    def tr():
         trace_model(model, (ids,), kwargs=kw, **opts)
     for f in (fwd, tr, fwd, tr):
         f()
@@ -65,19 +70,36 @@ from torchvista_dash import trace_model
     out[name] = statistics.median(t / f for t, f in zip(T, F))
 print(json.dumps(out))
 """
+)
 
 
 def run(checkout: Path, repeat: int, no_flops: bool) -> dict[str, float]:
     proc = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(checkout), str(ROOT / "bench"), str(repeat), "1" if no_flops else "0"],
-        capture_output=True, text=True, timeout=1800, check=True)
+        [
+            sys.executable,
+            "-c",
+            _CHILD,
+            str(checkout),
+            str(ROOT / "bench"),
+            str(repeat),
+            "1" if no_flops else "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=True,
+    )
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-_ONE = _HEAD + r"""
+_ONE = (
+    _HEAD
+    + r"""
 import importlib
 old, new = importlib.import_module("tvd_old"), importlib.import_module("tvd_new")
-""" + _EACH_MODEL + r"""    runs = {"fwd": fwd, "old": lambda: old.trace_model(model, (ids,), kwargs=kw, **opts),
+"""
+    + _EACH_MODEL
+    + r"""    runs = {"fwd": fwd, "old": lambda: old.trace_model(model, (ids,), kwargs=kw, **opts),
             "new": lambda: new.trace_model(model, (ids,), kwargs=kw, **opts)}
     for f in (*runs.values(), *runs.values()):
         f()
@@ -92,6 +114,7 @@ old, new = importlib.import_module("tvd_old"), importlib.import_module("tvd_new"
     out[name]["diff_ms"] = statistics.median((b - a) * 1000 for a, b in zip(T["old"], T["new"]))
 print(json.dumps(out))
 """
+)
 
 
 def one_process(old: Path, new: Path, rounds: int, repeat: int, no_flops: bool) -> None:
@@ -99,22 +122,31 @@ def one_process(old: Path, new: Path, rounds: int, repeat: int, no_flops: bool) 
     ratios: dict[str, dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, root in (("tvd_old", old), ("tvd_new", new)):
-            shutil.copytree(root / "torchvista_dash", Path(tmp) / name,
-                            ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(
+                root / "torchvista_dash", Path(tmp) / name, ignore=shutil.ignore_patterns("__pycache__")
+            )
         for _ in range(rounds):
             proc = subprocess.run(
                 [sys.executable, "-c", _ONE, tmp, str(ROOT / "bench"), str(repeat), "1" if no_flops else "0"],
-                capture_output=True, text=True, timeout=3600, check=True)
+                capture_output=True,
+                text=True,
+                timeout=3600,
+                check=True,
+            )
             for model, r in json.loads(proc.stdout.strip().splitlines()[-1]).items():
                 for k, v in r.items():
                     ratios.setdefault(model, {}).setdefault(k, []).append(v)
-    print("| model | old trace/forward | new trace/forward | new − old per repetition (ms, paired) | "
-          "rounds (old; new) |")
+    print(
+        "| model | old trace/forward | new trace/forward | new − old per repetition (ms, paired) | "
+        "rounds (old; new) |"
+    )
     print("|---|---:|---:|---:|---|")
     for model, r in ratios.items():
-        print(f"| {model} | {statistics.median(r['old']):.2f}× | {statistics.median(r['new']):.2f}× | "
-              f"{statistics.median(r['diff_ms']):+.1f} | {', '.join(f'{x:.2f}' for x in r['old'])}; "
-              f"{', '.join(f'{x:.2f}' for x in r['new'])} |")
+        print(
+            f"| {model} | {statistics.median(r['old']):.2f}× | {statistics.median(r['new']):.2f}× | "
+            f"{statistics.median(r['diff_ms']):+.1f} | {', '.join(f'{x:.2f}' for x in r['old'])}; "
+            f"{', '.join(f'{x:.2f}' for x in r['new'])} |"
+        )
 
 
 def main() -> None:
@@ -124,7 +156,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--no-flops", action="store_true")
-    ap.add_argument("--one-process", action="store_true", help="both checkouts in one process, paired per run")
+    ap.add_argument(
+        "--one-process", action="store_true", help="both checkouts in one process, paired per run"
+    )
     opts = ap.parse_args()
     print(f"1-minute load average {os.getloadavg()[0]:.1f} before")
     if opts.one_process:
@@ -140,8 +174,10 @@ def main() -> None:
     print("|---|---:|---:|---|")
     for model in ratios["old"]:
         old, new = ratios["old"][model], ratios["new"][model]
-        print(f"| {model} | {statistics.median(old):.2f}× | {statistics.median(new):.2f}× | "
-              f"{', '.join(f'{r:.2f}' for r in old)}; {', '.join(f'{r:.2f}' for r in new)} |")
+        print(
+            f"| {model} | {statistics.median(old):.2f}× | {statistics.median(new):.2f}× | "
+            f"{', '.join(f'{r:.2f}' for r in old)}; {', '.join(f'{r:.2f}' for r in new)} |"
+        )
     print(f"1-minute load average {os.getloadavg()[0]:.1f} after")
 
 

@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "results" / "trace_file_last.md"   # trace_file.md: a before/after pair of runs
+RESULTS = ROOT / "bench" / "results" / "trace_file_last.md"  # trace_file.md: a before/after pair of runs
 COMMAND = ".venv/bin/python bench/bench_trace_file.py"
 STAGES = 10
 OPS_PER_BLOCK = 10
@@ -37,7 +37,7 @@ OPS_PER_BLOCK = 10
 
 def synthetic(nodes: int) -> object:
     """A valid Graph with about ``nodes`` nodes (see the module docstring)."""
-    from torchvista_dash.graph import Edge, Graph, ModuleCall, Node, ParamInfo, TensorMeta, call_id_for
+    from torchvista_dash.model.graph import Edge, Graph, ModuleCall, Node, ParamInfo, TensorMeta, call_id_for
 
     m = TensorMeta((1, 32, 768), "float32", "cpu", 98304)
     w = TensorMeta((768, 768), "float32", "cpu", 2359296)
@@ -50,8 +50,17 @@ def synthetic(nodes: int) -> object:
 
     def node(kind: str, name: str, parent: str, inputs: list[str], meta: TensorMeta) -> str:
         nid = f"n:{len(out_nodes)}"
-        out_nodes.append(Node(nid, kind, name, parent, args=(("dim", "-1"),), source="model.py:42 in forward",
-                              outputs=(meta,)))
+        out_nodes.append(
+            Node(
+                nid,
+                kind,
+                name,
+                parent,
+                args=(("dim", "-1"),),
+                source="model.py:42 in forward",
+                outputs=(meta,),
+            )
+        )
         for i, s in enumerate(inputs):
             edges.append(Edge(s, nid, f"{s}/0", out_nodes[int(s[2:])].outputs[0], dst_arg=i))
         return nid
@@ -66,10 +75,22 @@ def synthetic(nodes: int) -> object:
             calls.append(ModuleCall(bcid, bq, "Block", scid, depth=2))
             lq = f"{bq}.fc"
             lcid = call_id_for(lq, 0)
-            calls.append(ModuleCall(lcid, lq, "Linear", bcid, num_params=768 * 769, depth=3, builtin=True,
-                                    params=(ParamInfo("weight", w.shape, "float32", True),
-                                            ParamInfo("bias", b.shape, "float32", True)),
-                                    extra_repr="in_features=768, out_features=768, bias=True"))
+            calls.append(
+                ModuleCall(
+                    lcid,
+                    lq,
+                    "Linear",
+                    bcid,
+                    num_params=768 * 769,
+                    depth=3,
+                    builtin=True,
+                    params=(
+                        ParamInfo("weight", w.shape, "float32", True),
+                        ParamInfo("bias", b.shape, "float32", True),
+                    ),
+                    extra_repr="in_features=768, out_features=768, bias=True",
+                )
+            )
             pw = node("parameter", f"{lq}.weight", lcid, [], w)
             pb = node("parameter", f"{lq}.bias", lcid, [], b)
             h = node("op", "linear", lcid, [prev, pw, pb], m)
@@ -77,8 +98,13 @@ def synthetic(nodes: int) -> object:
                 h = node("op", "gelu" if j % 2 else "__add__", bcid, [h, prev] if j % 2 == 0 else [h], m)
             prev = h
     node("output", "output", None, [prev], m)  # type: ignore[arg-type]
-    return Graph(tuple(out_nodes), tuple(edges), tuple(calls), model_name="Synthetic",
-                 versions=(("torchvista_dash", "bench"),))
+    return Graph(
+        tuple(out_nodes),
+        tuple(edges),
+        tuple(calls),
+        model_name="Synthetic",
+        versions=(("torchvista_dash", "bench"),),
+    )
 
 
 # step → (setup, timed statement); only the statement is timed
@@ -86,10 +112,16 @@ STEPS = {
     "floor": ("import orjson", "orjson.loads(open(P, 'rb').read())"),
     "load": ("from torchvista_dash import load_trace", "t = load_trace(P)"),
     "id": ("from torchvista_dash import load_trace; t = load_trace(P)", "t.id"),
-    "id, traced": ("from bench_trace_file import synthetic; from torchvista_dash import Trace; t = Trace(synthetic(N))",
-                   "t.id"),
-    "ModelGraph": ("from torchvista_dash import load_trace; from torchvista_dash.app.component import ModelGraph; "
-                   "t = load_trace(P)", "ModelGraph(t)"),
+    "id, traced": (
+        "from bench_trace_file import synthetic; from torchvista_dash import Trace; t = Trace(synthetic(N))",
+        "t.id",
+    ),
+    "ModelGraph": (
+        "from torchvista_dash import load_trace; "
+        "from torchvista_dash.app.component.component import ModelGraph; "
+        "t = load_trace(P)",
+        "ModelGraph(t)",
+    ),
 }
 _CHILD = """
 import re, sys, time
@@ -107,9 +139,17 @@ def run_step(step: str, path: Path, nodes: int, code_root: Path) -> tuple[float,
     """(wall seconds, CPU seconds, peak RSS in MB) of one step in a fresh interpreter using the package at
     ``code_root``."""
     env = dict(os.environ, TVD_MAX_TRACE_BYTES=str(10**12))
-    src = _CHILD.format(root=str(code_root), bench=str(ROOT / "bench"), path=str(path), nodes=nodes, setup=STEPS[step][0], step=STEPS[step][1])
-    out = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True, env=env, cwd=code_root,
-                         timeout=900)
+    src = _CHILD.format(
+        root=str(code_root),
+        bench=str(ROOT / "bench"),
+        path=str(path),
+        nodes=nodes,
+        setup=STEPS[step][0],
+        step=STEPS[step][1],
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", src], capture_output=True, text=True, env=env, cwd=code_root, timeout=900
+    )
     if out.returncode != 0:
         raise RuntimeError(f"{step} failed:\n{out.stderr[-2000:]}")
     dt, cpu, rss = out.stdout.split()[-3:]
@@ -132,20 +172,28 @@ def bench(nodes: int, repeat: int, code_root: Path, label: str) -> str:
             rows.append((step, times[step], statistics.median(r[0] for r in runs), max(r[2] for r in runs)))
     load1 = os.getloadavg()[0]
     lines = [
-        "# Loading a big trace file", "",
+        "# Loading a big trace file",
+        "",
         f"Command: `{COMMAND} --nodes {nodes} --repeat {repeat}"
-        + ("" if label == "this checkout" else f" --code {label}") + "` (from the repository root)", "",
-        f"Machine: {platform.machine()}, Python {platform.python_version()}, 1-minute load average {load1:.1f} "
-        f"(a shared machine). Synthetic trace: {n_nodes:,} nodes, {n_calls:,} module calls, {size_mb:.0f} MB; "
-        f"median of {repeat} runs, each step in a fresh process.", "",
+        + ("" if label == "this checkout" else f" --code {label}")
+        + "` (from the repository root)",
+        "",
+        f"Machine: {platform.machine()}, Python {platform.python_version()}, "
+        f"1-minute load average {load1:.1f} "
+        f"(a shared machine). Synthetic trace: {n_nodes:,} nodes, {n_calls:,} module calls, "
+        f"{size_mb:.0f} MB; "
+        f"median of {repeat} runs, each step in a fresh process.",
+        "",
         "| step | CPU seconds (median) | × floor | wall seconds (median) | peak RSS of the process (MB) |",
         "|---|---:|---:|---:|---:|",
     ]
     for step, cpu, wall, rss in rows:
         lines.append(f"| {step} | {cpu:.2f} | {cpu / times['floor']:.2f}× | {wall:.2f} | {rss:,.0f} |")
     lines.append("")
-    lines.append(f"CPU: the id costs {times['id'] / times['load']:.0%} of the load and "
-                 f"{times['id'] / times['ModelGraph']:.0%} of ModelGraph's {times['ModelGraph']:.2f} s.")
+    lines.append(
+        f"CPU: the id costs {times['id'] / times['load']:.0%} of the load and "
+        f"{times['id'] / times['ModelGraph']:.0%} of ModelGraph's {times['ModelGraph']:.2f} s."
+    )
     return "\n".join(lines) + "\n"
 
 

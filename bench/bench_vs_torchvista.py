@@ -4,17 +4,21 @@ Command (from the repository root):
     .venv/bin/python bench/bench_vs_torchvista.py [--loads 3] [--clicks 3] [--models llama6,llama16,llama32]
         [--tv-timeout 180] [--baseline DIR]
 
-Models (random weights, built from configs, 16 tokens, the KV cache left at its default): a Llama-style decoder
+Models (random weights, built from configs, 16 tokens, the KV cache left at its default): a Llama-style
+decoder
 (``LlamaConfig``, hidden 256, 4 heads, 2 KV heads) with 6, 16 and 32 layers; ``llama80`` (80 layers, the depth
 of Llama-3-70B, about 5,700 boxes: ours is built on the meta device, torchvista gets the same model with real
-weights); ``gpt2`` (GPT-2 small) and ``bert`` (BERT base) on request. Torchvista gets ``--tv-timeout`` seconds for
+weights); ``gpt2`` (GPT-2 small) and ``bert`` (BERT base) on request. Torchvista gets ``--tv-timeout`` seconds
+for
 its export (in a process of its own) and again for its first draw; past either, its row says so. ``--baseline
-DIR``: a checkout of this project (its torchvista_dash/ with this bench/) whose server is measured too, in turn
+DIR``: a checkout of this project (its torchvista_dash/ with this bench/) whose server is measured too, in
+turn
 with ours (before/after in one run). Both tools show every op:
 
 - ours: ``python -m torchvista_dash serve bench.bench_vs_torchvista:<model> --depth -1`` in its own process
   on 127.0.0.1, the page loaded as ``/?fold_repeats=0`` (every call open and repeated layers drawn one by one,
-  as torchvista draws them; ``--depth -1`` alone folds the 6 to 32 identical layers into one "×N" box). "first picture" is when the server-drawn SVG in the
+  as torchvista draws them; ``--depth -1`` alone folds the 6 to 32 identical layers into one "×N" box). "first
+  picture" is when the server-drawn SVG in the
   page's HTML was painted (Element Timing), "interactive" the first frame where plotly has drawn the graph
   and every picture it shows has loaded;
   cold is the first load after the server answered, warm the median of the later loads.
@@ -69,7 +73,9 @@ RESULTS = ROOT / "bench" / "results" / "vs_torchvista.md"
 COMMAND = ".venv/bin/python bench/bench_vs_torchvista.py"
 TIMEOUT_MS = 240_000
 SERVE_TIMEOUT_S = 300
-EVERY_OP_QUERY = "?fold_repeats=0"   # the page's address unfolds (app/links.py); `serve --no-fold-repeats` would
+EVERY_OP_QUERY = (
+    "?fold_repeats=0"  # the page's address unfolds (app/links.py); `serve --no-fold-repeats` would
+)
 # lay that view out before the first load, and the "cold" column measures a load the server has not prepared
 SLOW_MS = 10_000
 VIEWPORT = {"width": 1400, "height": 900}
@@ -86,12 +92,15 @@ TV_COUNTS = """() => { const uid = document.querySelector('[id^="graph_"]').id.s
 TV_NAMES = """() => { const uid = document.querySelector('[id^="graph_"]').id.slice(6);
   return Array.from(document.querySelectorAll('.boundary-box_' + uid)).map(g => { const d = g.__data__;
     return String(Array.isArray(d) ? d[0] : d); }); }"""
-# the view's boxes and clusters (the figure's meta; a figure from before it said so carried every hit bar), and
+# the view's boxes and clusters (the figure's meta; a figure from before it said so carried every hit bar),
+# and
 # the hit bars the figure carries (the app sends only those near the viewport, app/hitlayer.py)
 OURS_COUNTS = """(d) => { const gd = document.getElementById(d).querySelector('.js-plotly-plot');
-  const n = name => { const t = (gd.data || []).find(t => t.name === name); return t ? t.customdata.length : 0; };
+  const n = name => { const t = (gd.data || []).find(t => t.name === name);
+    return t ? t.customdata.length : 0; };
   const m = ((gd.layout || {}).meta || {}).torchvista_dash || {};
-  return [m.boxes ?? n('nodes:labels'), m.clusters ?? n('clusters:headers'), gd.querySelectorAll('svg *').length,
+  return [m.boxes ?? n('nodes:labels'), m.clusters ?? n('clusters:headers'),
+          gd.querySelectorAll('svg *').length,
           n('nodes:labels') + n('clusters:headers')]; }"""
 
 
@@ -107,8 +116,14 @@ def _llama(layers: int) -> tuple[Any, Any]:
     from transformers import LlamaConfig, LlamaModel
 
     torch.manual_seed(0)
-    cfg = LlamaConfig(num_hidden_layers=layers, hidden_size=256, intermediate_size=512, num_attention_heads=4,
-                      num_key_value_heads=2, vocab_size=1000)
+    cfg = LlamaConfig(
+        num_hidden_layers=layers,
+        hidden_size=256,
+        intermediate_size=512,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=1000,
+    )
     return LlamaModel(cfg).eval(), _ids()
 
 
@@ -129,8 +144,14 @@ def llama80() -> tuple[Any, Any]:
     import torch
     from transformers import LlamaConfig, LlamaModel
 
-    cfg = LlamaConfig(num_hidden_layers=80, hidden_size=256, intermediate_size=512, num_attention_heads=4,
-                      num_key_value_heads=2, vocab_size=1000)
+    cfg = LlamaConfig(
+        num_hidden_layers=80,
+        hidden_size=256,
+        intermediate_size=512,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=1000,
+    )
     with torch.device("meta"):
         model = LlamaModel(cfg).eval()
     return model, torch.zeros(1, 16, dtype=torch.long, device="meta")
@@ -168,7 +189,7 @@ MODELS = {
 }
 
 
-TV_BUILD = {"llama80": "llama80_cpu"}      # torchvista's model, where ours is built on the meta device
+TV_BUILD = {"llama80": "llama80_cpu"}  # torchvista's model, where ours is built on the meta device
 
 
 # ---- ours: the CLI's server in its own process --------------------------------------------------
@@ -179,18 +200,35 @@ def _free_port() -> int:
 
 
 def serve(name: str, code: Path = ROOT) -> tuple[subprocess.Popen[bytes], str]:
-    """Start ``serve bench.bench_vs_torchvista:<name> --depth -1`` from the checkout ``code`` and wait until its
+    """Start ``serve bench.bench_vs_torchvista:<name> --depth -1`` from the checkout ``code`` and wait until
+    its
     page answers 200."""
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(code)}
-    proc = subprocess.Popen([sys.executable, "-m", "torchvista_dash", "serve", f"bench.bench_vs_torchvista:{name}",
-                             "--depth", "-1", "--port", str(port)], cwd=code, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "torchvista_dash",
+            "serve",
+            f"bench.bench_vs_torchvista:{name}",
+            "--depth",
+            "-1",
+            "--port",
+            str(port),
+        ],
+        cwd=code,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     base = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + SERVE_TIMEOUT_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"serve {name} exited {proc.returncode}: {proc.stderr.read().decode()[-2000:]}")
+            raise RuntimeError(
+                f"serve {name} exited {proc.returncode}: {proc.stderr.read().decode()[-2000:]}"
+            )
         try:
             with urllib.request.urlopen(base + "_dash-layout", timeout=5) as r:
                 if r.status == 200:
@@ -213,7 +251,7 @@ def ours(browser: Any, name: str, block: str, loads: int, clicks: int, code: Pat
     proc, url = serve(name, code)
     try:
         draws, pictures = [], []
-        for i in range(loads + 1):         # the first is cold (the server's first page); the last is clicked
+        for i in range(loads + 1):  # the first is cold (the server's first page); the last is clicked
             ctx, page, drawn, picture = _load_ours(browser, url)
             draws.append(drawn)
             pictures.append(picture)
@@ -222,14 +260,24 @@ def ours(browser: Any, name: str, block: str, loads: int, clicks: int, code: Pat
         boxes, clusters, svg, bars = page.evaluate(OURS_COUNTS, _dom("main"))
         if block not in page.evaluate(OURS_IDS, [_dom("main"), "clusters:headers"]):
             raise RuntimeError(f"our every-op view of {name} does not show {block} open")
-        page.evaluate(OURS_ZOOM_TO, [_dom("main"), block])    # as a user must: zoom in on it, then close it
+        page.evaluate(OURS_ZOOM_TO, [_dom("main"), block])  # as a user must: zoom in on it, then close it
         _ours_click(page, block, "clusters:headers", "clusters:headers", False)
         opens, closes = [], []
-        calls: list[Any] = []                    # the click's finished callback requests
-        fetched: list[Any] = []                  # and the pictures it fetched (app/pictures.py's route)
-        page.on("requestfinished", lambda r: calls.append(r) if "_dash-update-component" in r.url
-                else fetched.append(r) if "/_tvd/picture/" in r.url else None)
-        split: list[tuple[float, float, int, int]] = []   # per click: ms, its largest answer's wait and size, pictures
+        calls: list[Any] = []  # the click's finished callback requests
+        fetched: list[Any] = []  # and the pictures it fetched (app/pictures.py's route)
+        page.on(
+            "requestfinished",
+            lambda r: (
+                calls.append(r)
+                if "_dash-update-component" in r.url
+                else fetched.append(r)
+                if "/_tvd/picture/" in r.url
+                else None
+            ),
+        )
+        split: list[
+            tuple[float, float, int, int]
+        ] = []  # per click: ms, its largest answer's wait and size, pictures
         for _ in range(clicks):
             for closing in (False, True):
                 del calls[:], fetched[:]
@@ -246,13 +294,21 @@ def ours(browser: Any, name: str, block: str, loads: int, clicks: int, code: Pat
         except subprocess.TimeoutExpired:
             proc.kill()
     warm_pictures = [p for p in pictures[1:] if p is not None]
-    return {"cold": draws[0], "warm": statistics.median(draws[1:]), "picture_cold": pictures[0],
-            "picture": statistics.median(warm_pictures) if warm_pictures else None,
-            "open": statistics.median(opens), "close": statistics.median(closes),
-            "boxes": boxes, "clusters": clusters, "svg": svg, "bars": bars,
-            "click_server": statistics.median(sp[1] for sp in split),
-            "click_bytes": statistics.median(sp[2] for sp in split),
-            "click_picture_bytes": statistics.median(sp[3] for sp in split)}
+    return {
+        "cold": draws[0],
+        "warm": statistics.median(draws[1:]),
+        "picture_cold": pictures[0],
+        "picture": statistics.median(warm_pictures) if warm_pictures else None,
+        "open": statistics.median(opens),
+        "close": statistics.median(closes),
+        "boxes": boxes,
+        "clusters": clusters,
+        "svg": svg,
+        "bars": bars,
+        "click_server": statistics.median(sp[1] for sp in split),
+        "click_bytes": statistics.median(sp[2] for sp in split),
+        "click_picture_bytes": statistics.median(sp[3] for sp in split),
+    }
 
 
 def _call_cost(request: Any) -> tuple[float, int]:
@@ -274,7 +330,7 @@ def export_torchvista(model: Any, inputs: Any, out: Path) -> Path:
     # (1,000) raises RecursionError on the 32-layer Llama, so it is raised for the export, as a user would
     sys.setrecursionlimit(max(limit, TV_RECURSION_LIMIT))
     try:
-        with contextlib.redirect_stdout(io.StringIO()):    # it prints a notebook display object
+        with contextlib.redirect_stdout(io.StringIO()):  # it prints a notebook display object
             torchvista.trace_model(model, inputs, export_format="html", export_path=str(out), **TV_EVERYTHING)
     finally:
         sys.setrecursionlimit(limit)
@@ -282,14 +338,23 @@ def export_torchvista(model: Any, inputs: Any, out: Path) -> Path:
 
 
 def export_bounded(name: str, out: Path, timeout_s: float) -> Path | None:
-    """torchvista's export of model ``name`` (TV_BUILD: its real-weights twin) in a process of its own, which is
+    """torchvista's export of model ``name`` (TV_BUILD: its real-weights twin) in a process of its own, which
+    is
     stopped after ``timeout_s``: None then."""
     build = TV_BUILD.get(name, name)
-    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from pathlib import Path; "
-            f"import bench.bench_vs_torchvista as b; b.export_torchvista(*b.{build}(), Path({str(out)!r}))")
+    code = (
+        f"import sys; sys.path.insert(0, {str(ROOT)!r}); from pathlib import Path; "
+        f"import bench.bench_vs_torchvista as b; b.export_torchvista(*b.{build}(), Path({str(out)!r}))"
+    )
     try:
-        subprocess.run([sys.executable, "-c", code], cwd=ROOT, timeout=timeout_s, check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            timeout=timeout_s,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
     except subprocess.TimeoutExpired:
         return None
     except subprocess.CalledProcessError as exc:
@@ -311,12 +376,24 @@ def _load_tv(browser: Any, html: Path, timeout_ms: float = TIMEOUT_MS) -> tuple[
 
 def not_measured(why: str) -> dict[str, Any]:
     """torchvista's row when its export or first draw ran past the time bound."""
-    return {"warm": None, "open": None, "close": None, "timed_out": False, "why": why, "repeats": (0, 0),
-            "nodes": None, "extra": None, "clusters": None, "svg": None, "bytes": None}
+    return {
+        "warm": None,
+        "open": None,
+        "close": None,
+        "timed_out": False,
+        "why": why,
+        "repeats": (0, 0),
+        "nodes": None,
+        "extra": None,
+        "clusters": None,
+        "svg": None,
+        "bytes": None,
+    }
 
 
-def torchvista_times(browser: Any, html: Path, block_cls: str, loads: int, clicks: int,
-                     draw_timeout_ms: float = TIMEOUT_MS) -> dict[str, Any]:
+def torchvista_times(
+    browser: Any, html: Path, block_cls: str, loads: int, clicks: int, draw_timeout_ms: float = TIMEOUT_MS
+) -> dict[str, Any]:
     """Its first draw and one block's open/close. Every draw and click of it lays the whole view out again in
     the browser, so once a draw takes over SLOW_MS it is loaded once and clicked once (the run stays bounded);
     a click that does not finish within bench_app's wait is reported as over that wait, a first draw over
@@ -340,17 +417,25 @@ def torchvista_times(browser: Any, html: Path, block_cls: str, loads: int, click
     closes: list[float] = []
     timed_out = False
     try:
-        _tv_click(page, target, "collapse")           # open in the every-op view: close it once, not timed
+        _tv_click(page, target, "collapse")  # open in the every-op view: close it once, not timed
         for _ in range(1 if slow else clicks):
             opens.append(_tv_click(page, target, "expand"))
             closes.append(_tv_click(page, target, "collapse"))
     except PlaywrightTimeout:
         timed_out = True
     ctx.close()
-    return {"warm": statistics.median(draws), "open": statistics.median(opens) if opens else None,
-            "close": statistics.median(closes) if closes else None, "timed_out": timed_out, "repeats":
-            (len(draws), len(opens)), "nodes": nodes, "extra": extra, "clusters": clusters, "svg": svg,
-            "bytes": html.stat().st_size}
+    return {
+        "warm": statistics.median(draws),
+        "open": statistics.median(opens) if opens else None,
+        "close": statistics.median(closes) if closes else None,
+        "timed_out": timed_out,
+        "repeats": (len(draws), len(opens)),
+        "nodes": nodes,
+        "extra": extra,
+        "clusters": clusters,
+        "svg": svg,
+        "bytes": html.stat().st_size,
+    }
 
 
 # ---- the run and its table --------------------------------------------------------------------------
@@ -359,11 +444,19 @@ def main() -> None:
     ap.add_argument("--loads", type=int, default=3)
     ap.add_argument("--clicks", type=int, default=3)
     ap.add_argument("--models", default="llama6,llama16,llama32")
-    ap.add_argument("--tv-timeout", type=float, default=180.0,
-                    help="seconds torchvista gets for its export, and again for its first draw, per model")
-    ap.add_argument("--baseline", type=Path, default=None,
-                    help="a checkout of this project (torchvista_dash/ and this bench/) whose server is measured "
-                         "too, in turn with ours: before/after in one run")
+    ap.add_argument(
+        "--tv-timeout",
+        type=float,
+        default=180.0,
+        help="seconds torchvista gets for its export, and again for its first draw, per model",
+    )
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="a checkout of this project (torchvista_dash/ and this bench/) whose server is measured "
+        "too, in turn with ours: before/after in one run",
+    )
     args = ap.parse_args()
     names = args.models.split(",")
     unknown = [n for n in names if n not in MODELS]
@@ -388,8 +481,13 @@ def main() -> None:
                 o = ours(browser, n, block, args.loads, args.clicks)
                 loadavg.append(os.getloadavg())
                 html = htmls[n]
-                t = (not_measured(f"export not done within {args.tv_timeout:.0f} s") if html is None else
-                     torchvista_times(browser, html, block_cls, args.loads, args.clicks, args.tv_timeout * 1000))
+                t = (
+                    not_measured(f"export not done within {args.tv_timeout:.0f} s")
+                    if html is None
+                    else torchvista_times(
+                        browser, html, block_cls, args.loads, args.clicks, args.tv_timeout * 1000
+                    )
+                )
                 loadavg.append(os.getloadavg())
                 rows.append((title, o, t))
                 print(f"{title}: ours {o}\n  torchvista {t}", file=sys.stderr, flush=True)
@@ -427,9 +525,14 @@ def _mb(n: float) -> str:
     return f"{n / 1e6:.2f} MB"
 
 
-def render(rows: list[tuple[str, dict[str, Any], dict[str, Any]]], floor: tuple[float, float],
-           loadavg: list[tuple[float, float, float]], seconds: float, args: argparse.Namespace,
-           before: list[tuple[str, dict[str, Any]]] = ()) -> str:
+def render(
+    rows: list[tuple[str, dict[str, Any], dict[str, Any]]],
+    floor: tuple[float, float],
+    loadavg: list[tuple[float, float, float]],
+    seconds: float,
+    args: argparse.Namespace,
+    before: list[tuple[str, dict[str, Any]]] = (),
+) -> str:
     import torch
 
     one = [la[0] for la in loadavg]
@@ -445,9 +548,12 @@ def render(rows: list[tuple[str, dict[str, Any], dict[str, Any]]], floor: tuple[
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
         f"torch {torch.__version__}; 1-minute load average during the run {min(one):.1f}-{max(one):.1f} "
-        f"(the run took {seconds:.0f} s). Times in ms, medians; ratio = ours / torchvista (below 1: ours is "
-        f"faster). Ours: `serve --depth -1`; torchvista: its HTML export with every module open. Ours is drawn "
-        "(interactive, or a click done) when plotly has drawn the hit layer and every picture it shows is loaded.",
+        f"(the run took {seconds:.0f} s). Times in ms, medians; ratio = ours / torchvista "
+        "(below 1: ours is "
+        "faster). Ours: `serve --depth -1`; torchvista: its HTML export with every module open. "
+        "Ours is drawn "
+        "(interactive, or a click done) when plotly has drawn the hit layer and every picture it shows "
+        "is loaded.",
         "",
         "| model | boxes: ours | torchvista (of them params/scalars) | clusters: ours / tv "
         "| first picture: ours cold / warm | interactive: ours cold / warm | torchvista drawn "
@@ -459,32 +565,43 @@ def render(rows: list[tuple[str, dict[str, Any], dict[str, Any]]], floor: tuple[
         pic = o["picture"]
         lines.append(
             f"| {title} | {o['boxes']:,} | {_count(t['nodes'])} ({_count(t['extra'])}) | {o['clusters']} / "
-            f"{_count(t['clusters'])} | {_ms(o['picture_cold'])} / {_ms(pic)} | {_ms(o['cold'])} / {_ms(o['warm'])} "
+            f"{_count(t['clusters'])} | {_ms(o['picture_cold'])} / {_ms(pic)} "
+            f"| {_ms(o['cold'])} / {_ms(o['warm'])} "
             f"| {_tv_ms(t, 'warm')} | {_ratio(pic, t['warm'])} | {_ratio(o['warm'], t['warm'])} "
             f"| {_ms(o['open'])} | {_tv_ms(t, 'open')} | {_ratio(o['open'], t['open'])} "
-            f"| {_ms(o['close'])} | {_tv_ms(t, 'close')} | {_ratio(o['close'], t['close'])} |")
+            f"| {_ms(o['close'])} | {_tv_ms(t, 'close')} | {_ratio(o['close'], t['close'])} |"
+        )
     lines += [
         "",
         f"Dash's floor in the same run (bench_dash_floor.py: one two-point dcc.Graph): first draw "
         f"{floor[0]:.0f} ms, click → new figure drawn {floor[1]:.0f} ms.",
         "",
         "Repeats (loads, open/close pairs) of torchvista, fewer once a draw takes over "
-        f"{SLOW_MS / 1000:.0f} s: " + "; ".join(f"{title}: {t['repeats'][0]}, {t['repeats'][1]}"
-                                                for title, _, t in rows)
+        f"{SLOW_MS / 1000:.0f} s: "
+        + "; ".join(f"{title}: {t['repeats'][0]}, {t['repeats'][1]}" for title, _, t in rows)
         + f"; ours: {args.loads} warm loads after the cold one, {args.clicks} pairs.",
         "",
-        "Where our click's time goes (median over every open and close click): the largest callback answer's "
-        "server wait (request sent → first byte: view, layout, figure) and its size on the wire, and the pictures "
-        "the click fetched (their URLs, app/pictures.py); the rest of the click is the transfer, the browser's "
+        "Where our click's time goes (median over every open and close click): "
+        "the largest callback answer's "
+        "server wait (request sent → first byte: view, layout, figure) and its size on the wire, "
+        "and the pictures "
+        "the click fetched (their URLs, app/pictures.py); the rest of the click is the transfer, "
+        "the browser's "
         "work with the new figure and Dash's round trips: "
-        + "; ".join(f"{title}: click {statistics.median([o['open'], o['close']]):,.0f} ms, server "
-                    f"{o['click_server']:,.0f} ms, answer {_mb(o['click_bytes'])}, pictures "
-                    f"{_mb(o.get('click_picture_bytes', 0))}, hit bars in the first figure {o.get('bars', 0):,}"
-                    for title, o, _ in rows) + ".",
+        + "; ".join(
+            f"{title}: click {statistics.median([o['open'], o['close']]):,.0f} ms, server "
+            f"{o['click_server']:,.0f} ms, answer {_mb(o['click_bytes'])}, pictures "
+            f"{_mb(o.get('click_picture_bytes', 0))}, hit bars in the first figure {o.get('bars', 0):,}"
+            for title, o, _ in rows
+        )
+        + ".",
         "",
         "SVG elements on the page after the first draw: "
-        + "; ".join(f"{title}: ours {o['svg']:,}, torchvista {_count(t['svg'])}"
-                    + ("" if t["bytes"] is None else f" ({t['bytes'] / 1e6:.1f} MB HTML)") for title, o, t in rows)
+        + "; ".join(
+            f"{title}: ours {o['svg']:,}, torchvista {_count(t['svg'])}"
+            + ("" if t["bytes"] is None else f" ({t['bytes'] / 1e6:.1f} MB HTML)")
+            for title, o, t in rows
+        )
         + ".",
         "",
     ]
@@ -505,7 +622,8 @@ def render(rows: list[tuple[str, dict[str, Any], dict[str, Any]]], floor: tuple[
                 f"| {_ms(b['open'])} / {_ms(o['open'])} | {_ms(b['close'])} / {_ms(o['close'])} "
                 f"| {_mb(b['click_bytes'])} / {_mb(o['click_bytes'])} "
                 f"| {_mb(b['click_picture_bytes'])} / {_mb(o['click_picture_bytes'])} "
-                f"| {b.get('bars', 0):,} / {o.get('bars', 0):,} |")
+                f"| {b.get('bars', 0):,} / {o.get('bars', 0):,} |"
+            )
         lines.append("")
     return "\n".join(lines)
 

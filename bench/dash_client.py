@@ -55,7 +55,9 @@ class DashClient:
 
     def layout(self, query: str = "") -> Any:
         """The page's layout as the renderer fetches it (the page's query rides in the Referer)."""
-        r = self.http.get(self.base + "_dash-layout", headers={"Referer": self.base + query}, timeout=self.timeout)
+        r = self.http.get(
+            self.base + "_dash-layout", headers={"Referer": self.base + query}, timeout=self.timeout
+        )
         r.raise_for_status()
         return r.json()
 
@@ -73,7 +75,11 @@ class DashClient:
 
         def concrete(spec: dict[str, Any]) -> dict[str, Any]:
             raw = json.loads(spec["id"]) if spec["id"].startswith("{") else spec["id"]
-            cid = {k: (aio_id if v == ["MATCH"] else v) for k, v in raw.items()} if isinstance(raw, dict) else raw
+            cid = (
+                {k: (aio_id if v == ["MATCH"] else v) for k, v in raw.items()}
+                if isinstance(raw, dict)
+                else raw
+            )
             key = f"{cid['subcomponent'] if isinstance(cid, dict) else cid}.{spec['property']}"
             return {"id": cid, "property": spec["property"], "value": values.get(key)}
 
@@ -82,14 +88,22 @@ class DashClient:
         for o in outs:
             oid, _, prop = o.rpartition(".")
             raw = json.loads(oid) if oid.startswith("{") else oid
-            cid = {k: (aio_id if v == ["MATCH"] else v) for k, v in raw.items()} if isinstance(raw, dict) else raw
+            cid = (
+                {k: (aio_id if v == ["MATCH"] else v) for k, v in raw.items()}
+                if isinstance(raw, dict)
+                else raw
+            )
             outputs.append({"id": cid, "property": prop})
         inputs = [concrete(s) for s in d["inputs"]]
         state = [concrete(s) for s in d["state"]]
         sub, _, prop = changed.partition(".")
-        body = {"output": d["output"], "outputs": outputs if len(outputs) > 1 else outputs[0],
-                "inputs": inputs, "state": state,
-                "changedPropIds": [f"{id_key(graph_id(aio_id, sub))}.{prop}"]}
+        body = {
+            "output": d["output"],
+            "outputs": outputs if len(outputs) > 1 else outputs[0],
+            "inputs": inputs,
+            "state": state,
+            "changedPropIds": [f"{id_key(graph_id(aio_id, sub))}.{prop}"],
+        }
         return self.http.post(self.base + "_dash-update-component", json=body, timeout=self.timeout)
 
 

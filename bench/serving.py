@@ -1,4 +1,5 @@
-"""A server in its own process for tests and benchmarks: ``python -m torchvista_dash serve`` (or ``diff``, or any
+"""A server in its own process for tests and benchmarks: ``python -m torchvista_dash serve`` (or ``diff``, or
+any
 script that prints the same line), started and waited for until it prints the URL it listens on.
 
 One reader of that line for every test and bench (``tests/support_app.py`` re-exports ``served_url``).
@@ -26,7 +27,9 @@ def served_url(proc: subprocess.Popen[str], timeout: float = 90) -> str:
         if "serving on " in line:
             return line.split("serving on ")[1].split()[0]
         if proc.poll() is not None:
-            raise AssertionError(f"the server exited {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}")
+            raise AssertionError(
+                f"the server exited {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}"
+            )
     raise AssertionError("the server never printed its URL")
 
 
@@ -37,8 +40,9 @@ def spawn(args: list[str], cwd: Path, timeout: float = 120) -> tuple[subprocess.
     reads would fill and stall it. If it never prints its URL it is killed and the error quotes that file."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT)}
     with tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen([sys.executable, *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=err,
-                                text=True)
+        proc = subprocess.Popen(
+            [sys.executable, *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=err, text=True
+        )
         try:
             return proc, served_url(proc, timeout)
         except AssertionError as exc:

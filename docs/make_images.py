@@ -22,30 +22,49 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 OUT = ROOT / "docs" / "img"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-DOM = json.dumps({"aio_id": "gallery", "component": "ModelGraph", "subcomponent": "graph"}, separators=(",", ":"))
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+DOM = json.dumps(
+    {"aio_id": "gallery", "component": "ModelGraph", "subcomponent": "graph"}, separators=(",", ":")
+)
 GD = f"(document.getElementById({json.dumps(DOM)}) || document).querySelector('.js-plotly-plot')"
 
 
 def drawn(page: Any) -> None:
-    page.wait_for_function(f"() => {{ const gd = {GD}; return gd && gd.querySelector('.imagelayer image'); }}",
-                           timeout=60_000)
+    page.wait_for_function(
+        f"() => {{ const gd = {GD}; return gd && gd.querySelector('.imagelayer image'); }}", timeout=60_000
+    )
     page.wait_for_timeout(400)
 
 
 def click(page: Any, vid: str) -> None:
     """A real click on the box carrying ``vid``, then wait for the view to change."""
-    xy = page.evaluate(f"""(v) => {{ const gd = {GD}; const t = gd.data.find(t => t.name === 'nodes:labels');
-        const i = Array.from(t.customdata).indexOf(v); const fl = gd._fullLayout, r = gd.getBoundingClientRect();
+    xy = page.evaluate(
+        f"""(v) => {{ const gd = {GD}; const t = gd.data.find(t => t.name === 'nodes:labels');
+        const i = Array.from(t.customdata).indexOf(v);
+        const fl = gd._fullLayout, r = gd.getBoundingClientRect();
         const y = t.base[i] + t.y[i] / 2;    // the box's target is a bar: its centre
-        return [r.left + fl._size.l + fl.xaxis.l2p(t.x[i]), r.top + fl._size.t + fl.yaxis.l2p(y)]; }}""", vid)
+        return [r.left + fl._size.l + fl.xaxis.l2p(t.x[i]), r.top + fl._size.t + fl.yaxis.l2p(y)]; }}""",
+        vid,
+    )
     page.mouse.move(xy[0] - 3, xy[1])
     page.mouse.move(*xy)
     page.wait_for_timeout(200)
     page.mouse.click(*xy)
-    page.wait_for_function(f"""(v) => {{ const gd = {GD}; const t = gd.data.find(t => t.name === 'clusters:headers');
-        return t && Array.from(t.customdata).includes(v); }}""", arg=vid, timeout=60_000)
+    page.wait_for_function(
+        f"""(v) => {{ const gd = {GD}; const t = gd.data.find(t => t.name === 'clusters:headers');
+        return t && Array.from(t.customdata).includes(v); }}""",
+        arg=vid,
+        timeout=60_000,
+    )
     page.mouse.move(5, 5)
     page.wait_for_timeout(600)
 
@@ -64,8 +83,15 @@ def exports() -> None:
 
     def gpt2(n_layer: int) -> Any:
         torch.manual_seed(0)
-        cfg = GPT2Config(n_layer=n_layer, n_embd=64, n_head=2, vocab_size=128, n_positions=64, bos_token_id=0,
-                         eos_token_id=0)
+        cfg = GPT2Config(
+            n_layer=n_layer,
+            n_embd=64,
+            n_head=2,
+            vocab_size=128,
+            n_positions=64,
+            bos_token_id=0,
+            eos_token_id=0,
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return trace_model(GPT2Model(cfg).eval(), (torch.randint(0, 128, (1, 8)),), {"use_cache": False})
@@ -76,7 +102,7 @@ def exports() -> None:
 def main() -> None:
     from playwright.sync_api import sync_playwright
 
-    from torchvista_dash.app.server import BackgroundServer, make_app
+    from torchvista_dash.app.server.server import BackgroundServer, make_app
 
     OUT.mkdir(parents=True, exist_ok=True)
     srv = BackgroundServer(make_app(gallery=True))
@@ -100,8 +126,10 @@ def main() -> None:
             no_js = browser.new_context(viewport={"width": 1400, "height": 860}, java_script_enabled=False)
             first = no_js.new_page()
             first.goto(srv.url + "?demo=gpt")
-            first.wait_for_function("() => Array.from(document.querySelectorAll('#tvd-first-picture img'))"
-                                    ".every(i => i.complete && i.naturalWidth > 0)")   # the view's pictures, by URL
+            first.wait_for_function(
+                "() => Array.from(document.querySelectorAll('#tvd-first-picture img'))"
+                ".every(i => i.complete && i.naturalWidth > 0)"
+            )  # the view's pictures, by URL
             first.screenshot(path=str(OUT / "first_picture.png"))
             no_js.close()
             browser.close()

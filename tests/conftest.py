@@ -11,8 +11,14 @@ import pytest
 STRICT = bool(os.environ.get("CI") or os.environ.get("TVD_REQUIRE_BROWSER"))
 
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 
@@ -63,7 +69,7 @@ def gallery_url() -> Iterator[str]:
     """The demo gallery served from a thread of the test process (a real Dash server)."""
     from support_app import start
 
-    from torchvista_dash.app.server import make_app
+    from torchvista_dash.app.server.server import make_app
 
     srv = start(make_app(gallery=True))
     try:

@@ -13,7 +13,7 @@ from typing import Any
 import requests
 
 from bench.serving import served_url  # noqa: F401 - the one reader of a served process's URL, for the tests
-from torchvista_dash.app.server import BackgroundServer
+from torchvista_dash.app.server.server import BackgroundServer
 
 TIMEOUT_MS = 20_000
 DOUBLE_CLICK_S = 0.6
@@ -22,8 +22,11 @@ _last_click: dict[int, float] = {}
 
 def graph_dom_id(aio_id: str, sub: str = "graph") -> str:
     """Dash renders a dict id as its JSON with sorted keys."""
-    return json.dumps({"aio_id": aio_id, "component": "ModelGraph", "subcomponent": sub}, separators=(",", ":"),
-                      sort_keys=True)
+    return json.dumps(
+        {"aio_id": aio_id, "component": "ModelGraph", "subcomponent": sub},
+        separators=(",", ":"),
+        sort_keys=True,
+    )
 
 
 def css_id(aio_id: str, sub: str) -> str:
@@ -51,9 +54,11 @@ _GD = """(domId) => {
 
 _PICTURE = """async (a) => {
   const host = a[0] === null ? document : document.getElementById(a[0]);
-  const gd = host.classList && host.classList.contains('js-plotly-plot') ? host : host.querySelector('.js-plotly-plot');
+  const gd = host.classList && host.classList.contains('js-plotly-plot') ?
+    host : host.querySelector('.js-plotly-plot');
   const src = gd.layout.images[a[1]].source;
-  if (src.startsWith('data:')) return new TextDecoder().decode(Uint8Array.from(atob(src.split(',')[1]), c => c.charCodeAt(0)));
+  if (src.startsWith('data:'))
+    return new TextDecoder().decode(Uint8Array.from(atob(src.split(',')[1]), c => c.charCodeAt(0)));
   return await (await fetch(src)).text();
 }"""
 
@@ -67,25 +72,35 @@ def figure_picture(page: Any, aio_id: str | None = None, index: int = 0) -> str:
 def without_page_scripts(page: Any) -> None:
     """Refuse every script the page loads (Dash's, plotly's), so the page stays at what its HTML paints (the
     first picture) while the test's own page.evaluate still runs."""
-    page.route("**/*", lambda route: route.abort() if route.request.resource_type == "script"
-               else route.continue_())
+    page.route(
+        "**/*", lambda route: route.abort() if route.request.resource_type == "script" else route.continue_()
+    )
 
 
 def wait_drawn(page: Any, aio_id: str) -> None:
-    page.wait_for_function(f"(d) => {{ const gd = ({_GD})(d); return gd && gd._fullData && gd._fullData.length > 0 "
-                           "&& gd.querySelector('.imagelayer image') && gd.querySelector('.barlayer .trace'); }",
-                           arg=graph_dom_id(aio_id), timeout=TIMEOUT_MS)
+    page.wait_for_function(
+        f"(d) => {{ const gd = ({_GD})(d); return gd && gd._fullData && gd._fullData.length > 0 "
+        "&& gd.querySelector('.imagelayer image') && gd.querySelector('.barlayer .trace'); }",
+        arg=graph_dom_id(aio_id),
+        timeout=TIMEOUT_MS,
+    )
 
 
 def ids_drawn(page: Any, aio_id: str, trace_name: str) -> list[str]:
     """customdata ids of one named trace as the browser currently holds it."""
-    return page.evaluate(f"(a) => {{ const gd = ({_GD})(a[0]); const t = (gd.data || []).find(t => t.name === a[1]);"
-                         " return t ? Array.from(t.customdata || []) : []; }", [graph_dom_id(aio_id), trace_name])
+    return page.evaluate(
+        f"(a) => {{ const gd = ({_GD})(a[0]); const t = (gd.data || []).find(t => t.name === a[1]);"
+        " return t ? Array.from(t.customdata || []) : []; }",
+        [graph_dom_id(aio_id), trace_name],
+    )
 
 
-def screen_xy(page: Any, aio_id: str, vid: str, trace_names: tuple[str, ...] = ("nodes:labels",)) -> tuple[float, float]:
+def screen_xy(
+    page: Any, aio_id: str, vid: str, trace_names: tuple[str, ...] = ("nodes:labels",)
+) -> tuple[float, float]:
     """Page coordinates of the point carrying ``vid`` in one of ``trace_names`` (a bar's: its centre)."""
-    xy = page.evaluate(f"""(a) => {{
+    xy = page.evaluate(
+        f"""(a) => {{
       const gd = ({_GD})(a[0]);
       for (const t of gd.data) {{
         if (!a[2].includes(t.name) || !t.customdata) continue;
@@ -96,13 +111,17 @@ def screen_xy(page: Any, aio_id: str, vid: str, trace_names: tuple[str, ...] = (
         return [r.left + fl._size.l + fl.xaxis.l2p(t.x[i]), r.top + fl._size.t + fl.yaxis.l2p(y)];
       }}
       return null;
-    }}""", [graph_dom_id(aio_id), vid, list(trace_names)])
+    }}""",
+        [graph_dom_id(aio_id), vid, list(trace_names)],
+    )
     if xy is None:
         raise AssertionError(f"{vid} is not drawn in {trace_names}")
     return float(xy[0]), float(xy[1])
 
 
-def click_id(page: Any, aio_id: str, vid: str, trace_names: tuple[str, ...] = ("nodes:labels",)) -> tuple[float, float]:
+def click_id(
+    page: Any, aio_id: str, vid: str, trace_names: tuple[str, ...] = ("nodes:labels",)
+) -> tuple[float, float]:
     """Hover, wait for plotly to register the hovered point (its click handler reads it), then click.
 
     Clicks are kept 0.6 s apart: two clicks within the browser's double-click time (500 ms) are a double click
@@ -113,36 +132,50 @@ def click_id(page: Any, aio_id: str, vid: str, trace_names: tuple[str, ...] = ("
     x, y = screen_xy(page, aio_id, vid, trace_names)
     page.mouse.move(x - 3, y)
     page.mouse.move(x, y)
-    page.wait_for_function(f"(a) => {{ const gd = ({_GD})(a[0]); const h = gd._hoverdata || [];"
-                           " return h.some(p => p.customdata === a[1]); }", arg=[graph_dom_id(aio_id), vid],
-                           timeout=TIMEOUT_MS)
+    page.wait_for_function(
+        f"(a) => {{ const gd = ({_GD})(a[0]); const h = gd._hoverdata || [];"
+        " return h.some(p => p.customdata === a[1]); }",
+        arg=[graph_dom_id(aio_id), vid],
+        timeout=TIMEOUT_MS,
+    )
     page.mouse.click(x, y)
     _last_click[id(page)] = time.time()
     return x, y
 
 
-def wait_ids(page: Any, aio_id: str, trace_name: str, present: tuple[str, ...] = (), absent: tuple[str, ...] = ()
-             ) -> None:
+def wait_ids(
+    page: Any, aio_id: str, trace_name: str, present: tuple[str, ...] = (), absent: tuple[str, ...] = ()
+) -> None:
     """Wait until the browser's figure shows ``present`` and not ``absent`` in one named trace."""
     try:
         _wait_ids(page, aio_id, trace_name, present, absent)
-    except Exception as exc:   # say what the page said (an error in the notes line) rather than just "timeout"
+    except Exception as exc:  # say what the page said (an error in the notes line) rather than just "timeout"
         notes = page.inner_text(css_id(aio_id, "notes"))
-        raise AssertionError(f"{trace_name} never showed {present} without {absent}; "
-                             f"now {ids_drawn(page, aio_id, trace_name)}; page notes: {notes!r}") from exc
+        raise AssertionError(
+            f"{trace_name} never showed {present} without {absent}; "
+            f"now {ids_drawn(page, aio_id, trace_name)}; page notes: {notes!r}"
+        ) from exc
 
 
-def _wait_ids(page: Any, aio_id: str, trace_name: str, present: tuple[str, ...], absent: tuple[str, ...]) -> None:
-    page.wait_for_function(f"""(a) => {{
+def _wait_ids(
+    page: Any, aio_id: str, trace_name: str, present: tuple[str, ...], absent: tuple[str, ...]
+) -> None:
+    page.wait_for_function(
+        f"""(a) => {{
       const gd = ({_GD})(a[0]); if (!gd || !gd.data) return false;
       const t = gd.data.find(t => t.name === a[1]); const ids = t ? Array.from(t.customdata || []) : [];
       return a[2].every(i => ids.includes(i)) && a[3].every(i => !ids.includes(i));
-    }}""", arg=[graph_dom_id(aio_id), trace_name, list(present), list(absent)], timeout=TIMEOUT_MS)
+    }}""",
+        arg=[graph_dom_id(aio_id), trace_name, list(present), list(absent)],
+        timeout=TIMEOUT_MS,
+    )
 
 
 def displayed_ranges(page: Any, aio_id: str) -> list[list[float]]:
-    return page.evaluate(f"(d) => {{ const fl = ({_GD})(d)._fullLayout; return [fl.xaxis.range, fl.yaxis.range]; }}",
-                         graph_dom_id(aio_id))
+    return page.evaluate(
+        f"(d) => {{ const fl = ({_GD})(d)._fullLayout; return [fl.xaxis.range, fl.yaxis.range]; }}",
+        graph_dom_id(aio_id),
+    )
 
 
 def wait_settled(page: Any, aio_id: str, quiet_s: float = 0.15, timeout_s: float = 10.0) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from torchvista_dash.graph import (
+from torchvista_dash.model.graph import (
     Edge,
     ErrorInfo,
     Graph,
@@ -39,8 +39,16 @@ class GraphBuilder:
         self._depth: dict[str, int] = {}
         self.root = self.call("", root_cls, None)
 
-    def call(self, qualname: str, cls: str, parent: str | None, *, builtin: bool = False,
-             params: Sequence[tuple[str, tuple[int, ...]]] = (), extra_repr: str = "") -> str:
+    def call(
+        self,
+        qualname: str,
+        cls: str,
+        parent: str | None,
+        *,
+        builtin: bool = False,
+        params: Sequence[tuple[str, tuple[int, ...]]] = (),
+        extra_repr: str = "",
+    ) -> str:
         k = self._count.get(qualname, 0)
         self._count[qualname] = k + 1
         cid = call_id_for(qualname, k)
@@ -48,12 +56,25 @@ class GraphBuilder:
         self._depth[cid] = depth
         infos = tuple(ParamInfo(name, shape, "float32", True) for name, shape in params)
         num = sum(meta(s).nbytes // 4 for _, s in params)
-        self.calls.append(ModuleCall(cid, qualname, cls, parent, call_index=k, num_params=num, params=infos,
-                                     extra_repr=extra_repr, depth=depth, builtin=builtin))
+        self.calls.append(
+            ModuleCall(
+                cid,
+                qualname,
+                cls,
+                parent,
+                call_index=k,
+                num_params=num,
+                params=infos,
+                extra_repr=extra_repr,
+                depth=depth,
+                builtin=builtin,
+            )
+        )
         return cid
 
-    def _node(self, kind: str, name: str, parent: str | None, inputs: Sequence[str],
-              shape: Sequence[int] | None) -> str:
+    def _node(
+        self, kind: str, name: str, parent: str | None, inputs: Sequence[str], shape: Sequence[int] | None
+    ) -> str:
         nid = node_id_for(len(self.nodes))
         outputs = () if shape is None else (meta(shape),)
         self.nodes.append(Node(nid, kind, name, parent, outputs=outputs))
@@ -76,9 +97,14 @@ class GraphBuilder:
 
     def linear(self, qualname: str, parent: str, x: str, d_in: int, d_out: int, batch: int = 2) -> str:
         """A built-in nn.Linear call with its weight, bias and `linear` op inside; returns the op's node."""
-        cid = self.call(qualname, "Linear", parent, builtin=True,
-                        params=(("weight", (d_out, d_in)), ("bias", (d_out,))),
-                        extra_repr=f"in_features={d_in}, out_features={d_out}, bias=True")
+        cid = self.call(
+            qualname,
+            "Linear",
+            parent,
+            builtin=True,
+            params=(("weight", (d_out, d_in)), ("bias", (d_out,))),
+            extra_repr=f"in_features={d_in}, out_features={d_out}, bias=True",
+        )
         w = self.param(f"{qualname}.weight", cid, (d_out, d_in))
         b = self.param(f"{qualname}.bias", cid, (d_out,))
         return self.op("linear", cid, (x, w, b), (batch, d_out))
@@ -105,7 +131,8 @@ class GraphBuilder:
 
 
 def block(b: GraphBuilder, qualname: str, parent: str, x: str, d: int, act: str = "gelu") -> str:
-    """A user ``Block``: fc (built-in Linear: 2 params + linear), an activation, a residual add (3 ops, 2 params)."""
+    """A user ``Block``: fc (built-in Linear: 2 params + linear), an activation, a residual add (3 ops, 2
+    params)."""
     cid = b.call(qualname, "Block", parent, extra_repr="")
     h = b.linear(f"{qualname}.fc", cid, x, d, d)
     h = b.op(act, cid, (h,), (2, d))
@@ -115,7 +142,8 @@ def block(b: GraphBuilder, qualname: str, parent: str, x: str, d: int, act: str 
 def stack_graph(n_layers: int = 12, odd_layer: int | None = None, d: int = 8) -> Graph:
     """input → embed (Linear) → layers.0 … layers.{n-1} (Block) → norm (LayerNorm, 1 op) → output.
 
-    Default view (depth=1, folded): input, embed, "Block ×n", norm, output = 5 boxes, 4 edges, 1 cluster (root).
+    Default view (depth=1, folded): input, embed, "Block ×n", norm, output = 5 boxes, 4 edges, 1 cluster
+    (root).
     ``odd_layer``: that layer uses relu instead of gelu, which breaks the run of identical blocks.
     """
     b = GraphBuilder("Stack")
@@ -123,8 +151,14 @@ def stack_graph(n_layers: int = 12, odd_layer: int | None = None, d: int = 8) ->
     h = b.linear("embed", b.root, x, d, d)
     for i in range(n_layers):
         h = block(b, f"layers.{i}", b.root, h, d, act="relu" if i == odd_layer else "gelu")
-    norm = b.call("norm", "LayerNorm", b.root, builtin=True, params=(("weight", (d,)), ("bias", (d,))),
-                  extra_repr=f"({d},), eps=1e-05")
+    norm = b.call(
+        "norm",
+        "LayerNorm",
+        b.root,
+        builtin=True,
+        params=(("weight", (d,)), ("bias", (d,))),
+        extra_repr=f"({d},), eps=1e-05",
+    )
     h = b.op("layer_norm", norm, (h,), (2, d))
     b.output(h)
     return b.build()

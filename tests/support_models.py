@@ -16,7 +16,7 @@ from torch.nn.modules import module as nn_module
 
 Example = tuple[nn.Module, tuple[Any, ...], dict[str, Any]]
 
-GLOBAL_SCALE = torch.full((8,), 0.5)      # a tensor from nowhere: becomes a constant node
+GLOBAL_SCALE = torch.full((8,), 0.5)  # a tensor from nowhere: becomes a constant node
 
 
 # ---- synthetic models ---------------------------------------------------------------------------------
@@ -96,7 +96,9 @@ class KwargsNet(nn.Module):
         super().__init__()
         self.fc = nn.Linear(8, 8)
 
-    def forward(self, x: torch.Tensor, *, mask: torch.Tensor | None = None, scale: float = 1.0) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, *, mask: torch.Tensor | None = None, scale: float = 1.0
+    ) -> torch.Tensor:
         y = self.fc(x) * scale
         if mask is not None:
             y = y.masked_fill(mask, 0.0)
@@ -108,7 +110,7 @@ class ConstNet(nn.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        self.offset = torch.ones(8)           # plain attribute, not registered
+        self.offset = torch.ones(8)  # plain attribute, not registered
         self.fc = nn.Linear(8, 8)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -124,10 +126,10 @@ class DirectParamNet(nn.Module):
         self.b = nn.Parameter(torch.zeros(4))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = x @ self.w + self.b          # (2, 4)
-        z = y.T                          # (4, 2)
-        first = z[0]                     # (2,)
-        y[:, 0] = first                  # in-place write into y
+        y = x @ self.w + self.b  # (2, 4)
+        z = y.T  # (4, 2)
+        first = z[0]  # (2,)
+        y[:, 0] = first  # in-place write into y
         return y
 
 
@@ -152,8 +154,8 @@ class CatInner(nn.Module):
         self.proj = nn.Linear(8, 4)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = self.proj(x)                         # (2, 4)
-        return torch.cat([h, x], dim=0)          # (2, 4) with (2, 8) on dim 0: raises
+        h = self.proj(x)  # (2, 4)
+        return torch.cat([h, x], dim=0)  # (2, 4) with (2, 8) on dim 0: raises
 
 
 class CatOuter(nn.Module):
@@ -195,8 +197,9 @@ class BNNet(nn.Module):
 class MLP(nn.Module):
     def __init__(self, dims: tuple[int, ...] = (8, 16, 4)) -> None:
         super().__init__()
-        self.layers = nn.Sequential(*[m for a, b in zip(dims, dims[1:], strict=False)
-                                      for m in (nn.Linear(a, b), nn.ReLU())])
+        self.layers = nn.Sequential(
+            *[m for a, b in zip(dims, dims[1:], strict=False) for m in (nn.Linear(a, b), nn.ReLU())]
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.layers(x)
@@ -265,8 +268,14 @@ def build_bert(seq: int = 8) -> Example:
     from transformers import BertConfig, BertModel
 
     torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=128, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
-                     intermediate_size=128, max_position_embeddings=64)
+    cfg = BertConfig(
+        vocab_size=128,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=128,
+        max_position_embeddings=64,
+    )
     m = BertModel(cfg).eval()
     return m, (_ids(1, seq, 128),), {"attention_mask": torch.ones(1, seq, dtype=torch.long)}
 
@@ -275,8 +284,16 @@ def build_t5(seq: int = 8) -> Example:
     from transformers import T5Config, T5Model
 
     torch.manual_seed(0)
-    cfg = T5Config(vocab_size=128, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_decoder_layers=2,
-                   num_heads=2, decoder_start_token_id=0)
+    cfg = T5Config(
+        vocab_size=128,
+        d_model=64,
+        d_kv=16,
+        d_ff=128,
+        num_layers=2,
+        num_decoder_layers=2,
+        num_heads=2,
+        decoder_start_token_id=0,
+    )
     m = T5Model(cfg).eval()
     return m, (_ids(1, seq, 128),), {"decoder_input_ids": _ids(1, 4, 128, seed=1), "use_cache": False}
 
@@ -285,8 +302,15 @@ def build_llama(seq: int = 8) -> Example:
     from transformers import LlamaConfig, LlamaModel
 
     torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    cfg = LlamaConfig(
+        vocab_size=128,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+    )
     m = LlamaModel(cfg).eval()
     return m, (_ids(1, seq, 128),), {"use_cache": False}
 
@@ -295,8 +319,14 @@ def build_vit() -> Example:
     from transformers import ViTConfig, ViTModel
 
     torch.manual_seed(0)
-    cfg = ViTConfig(image_size=32, patch_size=8, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
-                    intermediate_size=128)
+    cfg = ViTConfig(
+        image_size=32,
+        patch_size=8,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=128,
+    )
     m = ViTModel(cfg).eval()
     return m, (_x(1, 3, 32, 32),), {}
 
@@ -306,10 +336,23 @@ def build_whisper() -> Example:
     from transformers import WhisperConfig, WhisperForConditionalGeneration
 
     torch.manual_seed(0)
-    cfg = WhisperConfig(vocab_size=128, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
-                        decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, num_mel_bins=16,
-                        max_source_positions=16, max_target_positions=32, pad_token_id=0, bos_token_id=1,
-                        eos_token_id=2, decoder_start_token_id=1)
+    cfg = WhisperConfig(
+        vocab_size=128,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        num_mel_bins=16,
+        max_source_positions=16,
+        max_target_positions=32,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+        decoder_start_token_id=1,
+    )
     m = WhisperForConditionalGeneration(cfg).eval()
     return m, (), {"input_features": _x(1, 16, 32), "decoder_input_ids": _ids(1, 4, 128)}
 
@@ -319,14 +362,38 @@ def build_clip() -> Example:
     from transformers import CLIPConfig, CLIPModel
 
     torch.manual_seed(0)
-    cfg = CLIPConfig(text_config={"vocab_size": 128, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
-                                  "num_attention_heads": 2, "max_position_embeddings": 16,
-                                  "bos_token_id": 0, "eos_token_id": 2, "pad_token_id": 1},
-                     vision_config={"image_size": 32, "patch_size": 8, "hidden_size": 32, "intermediate_size": 64,
-                                    "num_hidden_layers": 2, "num_attention_heads": 2}, projection_dim=16)
+    cfg = CLIPConfig(
+        text_config={
+            "vocab_size": 128,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "max_position_embeddings": 16,
+            "bos_token_id": 0,
+            "eos_token_id": 2,
+            "pad_token_id": 1,
+        },
+        vision_config={
+            "image_size": 32,
+            "patch_size": 8,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+        },
+        projection_dim=16,
+    )
     m = CLIPModel(cfg).eval()
-    return m, (), {"input_ids": _ids(1, 8, 128), "pixel_values": _x(1, 3, 32, 32),
-                   "attention_mask": torch.ones(1, 8, dtype=torch.long)}
+    return (
+        m,
+        (),
+        {
+            "input_ids": _ids(1, 8, 128),
+            "pixel_values": _x(1, 3, 32, 32),
+            "attention_mask": torch.ones(1, 8, dtype=torch.long),
+        },
+    )
 
 
 class TransformerModel(nn.Module):
@@ -335,8 +402,15 @@ class TransformerModel(nn.Module):
     def __init__(self, vocab: int = 64, d: int = 32) -> None:
         super().__init__()
         self.embed = nn.Embedding(vocab, d)
-        self.transformer = nn.Transformer(d_model=d, nhead=2, num_encoder_layers=2, num_decoder_layers=2,
-                                          dim_feedforward=64, dropout=0.0, batch_first=True)
+        self.transformer = nn.Transformer(
+            d_model=d,
+            nhead=2,
+            num_encoder_layers=2,
+            num_decoder_layers=2,
+            dim_feedforward=64,
+            dropout=0.0,
+            batch_first=True,
+        )
         self.head = nn.Linear(d, vocab)
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
@@ -368,8 +442,13 @@ def build_lstm() -> Example:
 
 
 REAL_MODELS: dict[str, Any] = {
-    "gpt2": build_gpt2, "bert": build_bert, "t5": build_t5, "llama": build_llama, "vit": build_vit,
-    "nn_transformer": build_nn_transformer, "lstm": build_lstm,
+    "gpt2": build_gpt2,
+    "bert": build_bert,
+    "t5": build_t5,
+    "llama": build_llama,
+    "vit": build_vit,
+    "nn_transformer": build_nn_transformer,
+    "lstm": build_lstm,
 }
 
 
@@ -377,9 +456,16 @@ REAL_MODELS: dict[str, Any] = {
 def global_state() -> dict[str, Any]:
     """Everything global the tracer touches."""
     return {
-        "hooks": [dict(getattr(nn_module, n)) for n in (
-            "_global_forward_hooks", "_global_forward_pre_hooks", "_global_forward_hooks_always_called",
-            "_global_backward_hooks", "_global_backward_pre_hooks")],
+        "hooks": [
+            dict(getattr(nn_module, n))
+            for n in (
+                "_global_forward_hooks",
+                "_global_forward_pre_hooks",
+                "_global_forward_hooks_always_called",
+                "_global_backward_hooks",
+                "_global_backward_pre_hooks",
+            )
+        ],
         "modes": torch._C._len_torch_function_stack(),
         "mode_enabled": torch._C._is_torch_function_mode_enabled(),
         "grad": torch.is_grad_enabled(),
@@ -392,8 +478,10 @@ def model_state(model: torch.nn.Module) -> dict[str, Any]:
         "training": [m.training for m in model.modules()],
         "params": {k: (id(p), p.requires_grad, p.detach().clone()) for k, p in model.named_parameters()},
         "buffers": {k: (id(b), b.detach().clone()) for k, b in model.named_buffers()},
-        "hooks": [(dict(m._forward_hooks), dict(m._forward_pre_hooks), dict(m._backward_hooks))
-                  for m in model.modules()],
+        "hooks": [
+            (dict(m._forward_hooks), dict(m._forward_pre_hooks), dict(m._backward_hooks))
+            for m in model.modules()
+        ],
     }
 
 

@@ -1,6 +1,7 @@
 """Reading what the picture draws, in the browser: its labels' on-screen boxes at the current zoom.
 
-The figure's text lives in an SVG drawn as a plotly layout image, where the DOM cannot reach it. ``drawn_labels``
+The figure's text lives in an SVG drawn as a plotly layout image, where the DOM cannot reach it.
+``drawn_labels``
 loads that same SVG document into a same-origin frame exactly the size the image is drawn at (so its level-of-
 detail media queries see the same viewport) and reads every drawn text element's box, in page coordinates.
 Same browser, same document, same size: the geometry is what the image shows.
@@ -12,7 +13,8 @@ from typing import Any
 
 from support_app import _GD
 
-# the labels a set of images (plotly's <image> tiles, or the first picture's <img>s) draws, in page pixels, and the
+# the labels a set of images (plotly's <image> tiles, or the first picture's <img>s) draws, in page pixels,
+# and the
 # plot area
 _IMAGES_LABELS = """async (imgs, plotArea) => {
   let f = document.getElementById('tvd-test-replica');
@@ -50,12 +52,14 @@ _IMAGES_LABELS = """async (imgs, plotArea) => {
     }
   }
   const pr = plotArea.getBoundingClientRect();
-  return {labels: out, scale, images: imgs.length, plot: {x0: pr.left, x1: pr.right, y0: pr.top, y1: pr.bottom}};
+  return {labels: out, scale, images: imgs.length,
+          plot: {x0: pr.left, x1: pr.right, y0: pr.top, y1: pr.bottom}};
 }"""
 
 _LABELS = f"""async (domId) => {{
   const gd = ({_GD})(domId);
-  return await ({_IMAGES_LABELS})(Array.from(gd.querySelectorAll('.imagelayer image')), gd.querySelector('.nsewdrag'));
+  return await ({_IMAGES_LABELS})(Array.from(gd.querySelectorAll('.imagelayer image')),
+                                  gd.querySelector('.nsewdrag'));
 }}"""
 
 # the first picture's images: those the browser has loaded (a lazy one far off screen is not drawn yet)
@@ -73,20 +77,24 @@ _BOXES = f"""(a) => {{
   const t = gd.data.find(t => t.name === a[1]); if (!t) return [];
   const X = v => r.left + fl._size.l + fl.xaxis.l2p(v), Y = v => r.top + fl._size.t + fl.yaxis.l2p(v);
   return Array.from(t.customdata).map((id, i) => ({{id,
-    x0: X(t.x[i] - t.width[i] / 2), x1: X(t.x[i] + t.width[i] / 2), y0: Y(t.base[i] + t.y[i]), y1: Y(t.base[i])}}));
+    x0: X(t.x[i] - t.width[i] / 2), x1: X(t.x[i] + t.width[i] / 2),
+    y0: Y(t.base[i] + t.y[i]), y1: Y(t.base[i])}}));
 }}"""
 
 
 def drawn_labels(page: Any, dom_id: str) -> dict[str, Any]:
-    """``{"labels": [{text, cls, x0, x1, y0, y1, size}], "scale": px per point, "images": how many, "plot": the
-    plot area}``: every label the picture of the graph in element ``dom_id`` draws at the current zoom (all its
+    """``{"labels": [{text, cls, x0, x1, y0, y1, size}], "scale": px per point, "images": how many, "plot":
+    the
+    plot area}``: every label the picture of the graph in element ``dom_id`` draws at the current zoom (all
+    its
     tiles: on screen or not), boxes in page pixels, ``size`` the drawn font size in px."""
     return page.evaluate(_LABELS, dom_id)
 
 
 def first_picture_labels(page: Any, picture_selector: str) -> dict[str, Any]:
     """``drawn_labels`` of the page's first picture (firstpaint.py: ``<img>``s in its plot area), as painted
-    before Dash has drawn (the page's scripts must run for the reading, so a test keeps Dash's from loading)."""
+    before Dash has drawn (the page's scripts must run for the reading, so a test keeps Dash's from
+    loading)."""
     return page.evaluate(_FIRST_LABELS, picture_selector)
 
 
@@ -96,11 +104,21 @@ def target_boxes(page: Any, dom_id: str, trace_name: str = "nodes:labels") -> li
 
 
 def in_plot(item: dict[str, Any], plot: dict[str, Any]) -> bool:
-    return item["x0"] >= plot["x0"] and item["x1"] <= plot["x1"] and item["y0"] >= plot["y0"] and item["y1"] <= plot["y1"]
+    return (
+        item["x0"] >= plot["x0"]
+        and item["x1"] <= plot["x1"]
+        and item["y0"] >= plot["y0"]
+        and item["y1"] <= plot["y1"]
+    )
 
 
 def overlaps(a: dict[str, Any], b: dict[str, Any], tol: float = 0.5) -> bool:
-    return a["x0"] < b["x1"] - tol and b["x0"] < a["x1"] - tol and a["y0"] < b["y1"] - tol and b["y0"] < a["y1"] - tol
+    return (
+        a["x0"] < b["x1"] - tol
+        and b["x0"] < a["x1"] - tol
+        and a["y0"] < b["y1"] - tol
+        and b["y0"] < a["y1"] - tol
+    )
 
 
 def overlapping_pairs(items: list[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -115,7 +133,8 @@ def overlapping_pairs(items: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return out
 
 
-# Rows of a screenshot (PNG, base64) that hold dark pixels (text: every other line or fill is lighter), decoded in
+# Rows of a screenshot (PNG, base64) that hold dark pixels (text: every other line or fill is lighter),
+# decoded in
 # the page itself (no image library needed).
 _DARK_ROWS = """async (b64) => {
   const img = new Image(); img.src = 'data:image/png;base64,' + b64; await img.decode();
@@ -133,7 +152,8 @@ _DARK_ROWS = """async (b64) => {
 
 
 def dark_rows(page: Any, clip: dict[str, float]) -> list[int]:
-    """Rows (pixels from the clip's top) of a screenshot of ``clip`` in which something dark (text) is drawn."""
+    """Rows (pixels from the clip's top) of a screenshot of ``clip`` in which something dark (text) is
+    drawn."""
     import base64
 
     shot = page.screenshot(clip=clip)
@@ -141,7 +161,12 @@ def dark_rows(page: Any, clip: dict[str, float]) -> list[int]:
 
 
 def _inside(a: dict[str, Any], b: dict[str, Any], tol: float = 1.0) -> bool:
-    return b["x0"] - tol <= a["x0"] and a["x1"] <= b["x1"] + tol and b["y0"] - tol <= a["y0"] and a["y1"] <= b["y1"] + tol
+    return (
+        b["x0"] - tol <= a["x0"]
+        and a["x1"] <= b["x1"] + tol
+        and b["y0"] - tol <= a["y0"]
+        and a["y1"] <= b["y1"] + tol
+    )
 
 
 def label_faults(page: Any, dom_id: str) -> list[Any]:

@@ -14,7 +14,8 @@ import xml.etree.ElementTree as ET
 import torch
 from torch import nn
 
-from torchvista_dash.graph import (
+from torchvista_dash.layout.types import EdgePath, Layout
+from torchvista_dash.model.graph import (
     ROOT_CALL_ID,
     Edge,
     ErrorInfo,
@@ -26,8 +27,7 @@ from torchvista_dash.graph import (
     call_id_for,
     node_id_for,
 )
-from torchvista_dash.layout.types import EdgePath, Layout
-from torchvista_dash.view_types import Cluster, ViewSpec, VisibleEdge, VisibleGraph, VisibleNode
+from torchvista_dash.view.types import Cluster, ViewSpec, VisibleEdge, VisibleGraph, VisibleNode
 
 META = TensorMeta(shape=(1, 8, 64), dtype="float32", device="cpu", nbytes=2048)
 BOX_W, BOX_H, GAP_X, GAP_Y = 90.0, 36.0, 40.0, 50.0
@@ -40,14 +40,37 @@ def grid_case(n: int, *, failed: bool = False, cols: int | None = None) -> tuple
     cols = cols or max(2, int(math.ceil(math.sqrt(n))))
     enc_id = call_id_for("enc", 0)
     calls = [
-        ModuleCall(id=ROOT_CALL_ID, qualname="", cls="GridNet", parent=None, num_params=4160,
-                   params=(ParamInfo("w", (64, 64), "float32", True), ParamInfo("b", (64,), "float32", True))),
+        ModuleCall(
+            id=ROOT_CALL_ID,
+            qualname="",
+            cls="GridNet",
+            parent=None,
+            num_params=4160,
+            params=(ParamInfo("w", (64, 64), "float32", True), ParamInfo("b", (64,), "float32", True)),
+        ),
         ModuleCall(id=enc_id, qualname="enc", cls="Encoder", parent=ROOT_CALL_ID, depth=1, failed=failed),
-        ModuleCall(id=call_id_for("enc.block", 0), qualname="enc.block", cls="Block", parent=enc_id, depth=2,
-                   num_params=100, extra_repr="in=64, out=64", failed=False),
+        ModuleCall(
+            id=call_id_for("enc.block", 0),
+            qualname="enc.block",
+            cls="Block",
+            parent=enc_id,
+            depth=2,
+            num_params=100,
+            extra_repr="in=64, out=64",
+            failed=False,
+        ),
     ]
-    calls += [ModuleCall(id=call_id_for(f"enc.layers.{i}", 0), qualname=f"enc.layers.{i}", cls="Layer",
-                         parent=enc_id, depth=2, num_params=10) for i in range(3)]
+    calls += [
+        ModuleCall(
+            id=call_id_for(f"enc.layers.{i}", 0),
+            qualname=f"enc.layers.{i}",
+            cls="Layer",
+            parent=enc_id,
+            depth=2,
+            num_params=10,
+        )
+        for i in range(3)
+    ]
     gnodes: list[Node] = []
     vnodes: list[VisibleNode] = []
     kinds = ["input", "parameter", "constant", "module", "folded"] + ["op"] * (n - 6) + ["output"]
@@ -56,35 +79,78 @@ def grid_case(n: int, *, failed: bool = False, cols: int | None = None) -> tuple
         parent_cluster = None if kind in ("input", "output") else (enc_id if i % 2 else ROOT_CALL_ID)
         if kind == "module":
             vid = call_id_for("enc.block", 0)
-            vnodes.append(VisibleNode(id=vid, kind="module", label="block: Block", parent=enc_id,
-                                      sublabel="Block", members=(vid,), failed=False))
+            vnodes.append(
+                VisibleNode(
+                    id=vid,
+                    kind="module",
+                    label="block: Block",
+                    parent=enc_id,
+                    sublabel="Block",
+                    members=(vid,),
+                    failed=False,
+                )
+            )
             continue
         if kind == "folded":
             members = tuple(call_id_for(f"enc.layers.{k}", 0) for k in range(3))
-            vnodes.append(VisibleNode(id=f"fold:{members[0]}", kind="folded", label="Layer", parent=enc_id,
-                                      count=3, members=members))
+            vnodes.append(
+                VisibleNode(
+                    id=f"fold:{members[0]}",
+                    kind="folded",
+                    label="Layer",
+                    parent=enc_id,
+                    count=3,
+                    members=members,
+                )
+            )
             continue
         nid = node_id_for(i)
         err = "boom: shapes (8, 64) and (32, 64) cannot be multiplied <bad>" if i == fail_at else None
-        gnodes.append(Node(id=nid, kind=kind, name=f"{kind}_{i}" if kind != "op" else "linear",
-                           parent=parent_cluster, error=err, args=(("dim", "1"),),
-                           source=f"model.py:{10 + i} in forward: x = self.fc(x)",
-                           params=("w", "b") if kind == "op" and i % 5 == 0 else (), outputs=(META,)))
-        vnodes.append(VisibleNode(id=nid, kind=kind, label=gnodes[-1].name, parent=parent_cluster,
-                                  sublabel="1×8×64" if kind == "op" else "", failed=i == fail_at))
+        gnodes.append(
+            Node(
+                id=nid,
+                kind=kind,
+                name=f"{kind}_{i}" if kind != "op" else "linear",
+                parent=parent_cluster,
+                error=err,
+                args=(("dim", "1"),),
+                source=f"model.py:{10 + i} in forward: x = self.fc(x)",
+                params=("w", "b") if kind == "op" and i % 5 == 0 else (),
+                outputs=(META,),
+            )
+        )
+        vnodes.append(
+            VisibleNode(
+                id=nid,
+                kind=kind,
+                label=gnodes[-1].name,
+                parent=parent_cluster,
+                sublabel="1×8×64" if kind == "op" else "",
+                failed=i == fail_at,
+            )
+        )
     ids = [v.id for v in vnodes]
     gedges = []
     for a, b in zip(gnodes, gnodes[1:], strict=False):
         gedges.append(Edge(src=a.id, dst=b.id, tensor=f"{a.id}/0", meta=META))
-    vedges = [VisibleEdge(src=a, dst=b, tensor=f"{a}/0", meta=META, label="1×8×64") for a, b in zip(ids, ids[1:],
-                                                                                                     strict=False)]
+    vedges = [
+        VisibleEdge(src=a, dst=b, tensor=f"{a}/0", meta=META, label="1×8×64")
+        for a, b in zip(ids, ids[1:], strict=False)
+    ]
     error = ErrorInfo(type="RuntimeError", message="boom", node=node_id_for(fail_at)) if failed else None
-    graph = Graph(nodes=tuple(gnodes), edges=tuple(gedges), module_calls=tuple(calls), model_name="GridNet",
-                  error=error)
-    clusters = (Cluster(id=ROOT_CALL_ID, label="(root): GridNet", parent=None, failed=failed),
-                Cluster(id=enc_id, label="enc: Encoder", parent=ROOT_CALL_ID, failed=failed))
-    vg = VisibleGraph(nodes=tuple(vnodes), edges=tuple(vedges), clusters=clusters,
-                      spec=ViewSpec(expanded=frozenset({ROOT_CALL_ID, enc_id})))
+    graph = Graph(
+        nodes=tuple(gnodes), edges=tuple(gedges), module_calls=tuple(calls), model_name="GridNet", error=error
+    )
+    clusters = (
+        Cluster(id=ROOT_CALL_ID, label="(root): GridNet", parent=None, failed=failed),
+        Cluster(id=enc_id, label="enc: Encoder", parent=ROOT_CALL_ID, failed=failed),
+    )
+    vg = VisibleGraph(
+        nodes=tuple(vnodes),
+        edges=tuple(vedges),
+        clusters=clusters,
+        spec=ViewSpec(expanded=frozenset({ROOT_CALL_ID, enc_id})),
+    )
 
     boxes = {}
     rows = int(math.ceil(n / cols))
@@ -100,17 +166,37 @@ def grid_case(n: int, *, failed: bool = False, cols: int | None = None) -> tuple
         ax0, ay0, ax1, _ = boxes[a]
         bx0, _, bx1, by1 = boxes[b]
         p0, p1 = ((ax0 + ax1) / 2, ay0), ((bx0 + bx1) / 2, by1)
-        paths.append(EdgePath(src=a, dst=b, points=(p0, ((p0[0] + p1[0]) / 2, (p0[1] + p1[1]) / 2), p1),
-                              label="1×8×64", label_pos=((p0[0] + p1[0]) / 2 + 20, (p0[1] + p1[1]) / 2)))
+        paths.append(
+            EdgePath(
+                src=a,
+                dst=b,
+                points=(p0, ((p0[0] + p1[0]) / 2, (p0[1] + p1[1]) / 2), p1),
+                label="1×8×64",
+                label_pos=((p0[0] + p1[0]) / 2 + 20, (p0[1] + p1[1]) / 2),
+            )
+        )
     all_boxes = list(boxes.values())
     inner = [boxes[v.id] for v in vnodes if v.parent == enc_id]
     root_box = (10.0, 10.0, width - 5, height - 5)
-    enc_box = (min(b[0] for b in inner) - 8, min(b[1] for b in inner) - 8,
-               max(b[2] for b in inner) + 8, max(b[3] for b in inner) + 24) if inner else (20, 20, 60, 60)
+    enc_box = (
+        (
+            min(b[0] for b in inner) - 8,
+            min(b[1] for b in inner) - 8,
+            max(b[2] for b in inner) + 8,
+            max(b[3] for b in inner) + 24,
+        )
+        if inner
+        else (20, 20, 60, 60)
+    )
     assert all_boxes
-    layout = Layout(nodes=boxes, clusters={ROOT_CALL_ID: root_box, enc_id: enc_box},
-                    parent={**{v.id: v.parent for v in vnodes}, ROOT_CALL_ID: None, enc_id: ROOT_CALL_ID},
-                    edges=tuple(paths), width=width, height=height)
+    layout = Layout(
+        nodes=boxes,
+        clusters={ROOT_CALL_ID: root_box, enc_id: enc_box},
+        parent={**{v.id: v.parent for v in vnodes}, ROOT_CALL_ID: None, enc_id: ROOT_CALL_ID},
+        edges=tuple(paths),
+        width=width,
+        height=height,
+    )
     return graph, vg, layout
 
 
@@ -151,7 +237,7 @@ SVG_NS = "{http://www.w3.org/2000/svg}"
 def picture_pieces(fig: object) -> list[ET.Element]:
     """The figure's picture pieces (its layout images, SVG data URIs) parsed back into XML, in order."""
     out = []
-    for img in fig.layout.images:   # type: ignore[attr-defined]
+    for img in fig.layout.images:  # type: ignore[attr-defined]
         head, b64 = img.source.split(",", 1)
         assert head == "data:image/svg+xml;base64"
         out.append(ET.fromstring(base64.b64decode(b64).decode("utf-8")))
@@ -174,5 +260,10 @@ def picture_of(fig: object) -> ET.Element:
 
 
 def picture_texts(svg: ET.Element, cls: str | None = None) -> list[str]:
-    """Text drawn in the picture, optionally only of one CSS class ("t" labels, "s" shapes, "h" headers, ...)."""
-    return [t.text or "" for t in svg.iter(f"{SVG_NS}text") if cls is None or cls in (t.get("class") or "").split()]
+    """Text drawn in the picture, optionally only of one CSS class ("t" labels, "s" shapes, "h" headers,
+    ...)."""
+    return [
+        t.text or ""
+        for t in svg.iter(f"{SVG_NS}text")
+        if cls is None or cls in (t.get("class") or "").split()
+    ]

@@ -1,14 +1,16 @@
-"""The folder shape of DESIGN.md, checked on the source: imports run one way, each library has one home.
+"""The folder shape of docs/architecture.md, checked on the source: imports run down the layers, each library
+has one home, and the document's folder map is the package's.
 
 Read from the source with ``ast`` (nothing is imported), so the rules hold for every module, loaded or not:
-no import cycle (inside ``app/`` too, and none through imports inside functions but the facade's), no stage below the ``Trace`` facade imports it, only
-``trace/`` imports torch, only ``layout/`` starts processes (Graphviz), only ``render/`` imports plotly and
+no import cycle (and none through imports inside functions but the facade's), no import up a layer, only
+``frontends/`` imports torch, only ``layout/graphviz/`` starts processes, only ``render/`` imports plotly and
 only ``app/`` imports dash.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -60,16 +62,22 @@ def _imports(path: Path, *, module_level_only: bool) -> set[str]:
     return found
 
 
-FACADE = ("torchvista_dash", "torchvista_dash.traced")   # on top: it calls down into every stage, app included
+FACADE = ("torchvista_dash", "torchvista_dash.traced")  # on top: it calls down into every stage, app included
 
 
 def _internal_graph(*, module_level_only: bool = True) -> dict[str, set[str]]:
     """Module → the package's modules it imports. A module's own packages are left out (they are already being
     imported when it runs); with function-level imports, the facade's own (it calls down, lazily) too."""
-    return {m: set() if not module_level_only and m in FACADE else
-            {i for i in _imports(p, module_level_only=module_level_only)
-             if i in MODULES and not (m + ".").startswith(i + ".")}
-            for m, p in MODULES.items()}
+    return {
+        m: set()
+        if not module_level_only and m in FACADE
+        else {
+            i
+            for i in _imports(p, module_level_only=module_level_only)
+            if i in MODULES and not (m + ".").startswith(i + ".")
+        }
+        for m, p in MODULES.items()
+    }
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -107,7 +115,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_checker_sees_the_package() -> None:
     graph = _internal_graph()
     assert len(MODULES) > 30
-    assert "torchvista_dash.app.callbacks" in graph["torchvista_dash.app.aio"]
+    assert "torchvista_dash.app.component.callbacks" in graph["torchvista_dash.app.component.aio"]
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
@@ -116,36 +124,101 @@ def test_no_import_cycles() -> None:
 
 
 def test_no_cycles_through_lazy_imports_either() -> None:
-    """An import inside a function is still a dependency: only the facade may reach down lazily (``show()``)."""
+    """An import inside a function is still a dependency: only the facade may reach down lazily
+    (``show()``)."""
     assert _cycles(_internal_graph(module_level_only=False)) == []
 
 
-BELOW_THE_FACADE = ("graph", "graph_checks", "options", "view", "view_types", "repeats", "iogroups", "layout",
-                    "render", "trace", "nx_export")
+# The layers, bottom up (docs/architecture.md draws them). A module imports its own layer and the layers below
+# it, never one above: the stages take plain data and never call up, and inside app/ the per-trace state knows
+# nothing of HTTP, what a click does knows nothing of the component's wiring, and so on.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("cache",),
+    ("model",),
+    ("frontends", "view"),
+    ("layout",),
+    ("render",),
+    ("pipeline",),
+    ("traced",),
+    ("compare", "demos"),
+    ("app.traces",),
+    ("app.http",),
+    ("app.actions",),
+    ("app.component",),
+    ("app.server", "app"),
+    ("cli",),
+    ("__main__", ""),
+)
 
 
-@pytest.mark.parametrize("stage", BELOW_THE_FACADE)
-def test_no_stage_calls_back_into_the_facade(stage: str) -> None:
-    prefix = f"torchvista_dash.{stage}"
-    for mod, path in MODULES.items():
-        if mod == prefix or mod.startswith(prefix + "."):
-            ups = {i for i in _imports(path, module_level_only=False)
-                   if i in ("torchvista_dash", "torchvista_dash.traced", "torchvista_dash.pipeline")
-                   or i.startswith("torchvista_dash.app")}
-            assert not ups, f"{mod} imports {sorted(ups)}: stages take plain data and never call up"
+def _layer(module: str) -> int:
+    """The rank of ``module``'s layer: the longest entry of LAYERS that names it or a package holding it."""
+    rel = module.removeprefix("torchvista_dash").removeprefix(".")
+    best, rank = -1, -1
+    for r, names in enumerate(LAYERS):
+        for name in names:
+            if (rel == name or rel.startswith(name + ".") or name == "") and len(name) > best:
+                best, rank = len(name), r
+    assert rank >= 0, f"{module} is in no layer: add it to LAYERS (and to docs/architecture.md)"
+    return rank
 
 
-# Beside trace/, torch is imported by the models themselves (the demos) and by the CLI's check of what a
+def test_every_module_has_a_layer_and_the_checker_can_fail() -> None:
+    for mod in MODULES:
+        _layer(mod)
+    assert _layer("torchvista_dash.app.traces.state") < _layer("torchvista_dash.app.http.picture_routes")
+    assert _layer("torchvista_dash.layout.graphviz.run") == _layer("torchvista_dash.layout")
+    assert _layer("torchvista_dash") > _layer("torchvista_dash.traced")
+
+
+@pytest.mark.parametrize("module_level_only", [True, False], ids=["module level", "inside functions too"])
+def test_imports_run_down_the_layers(module_level_only: bool) -> None:
+    """Imports inside functions count too: only the facade (``Trace`` and the package root) reaches up lazily,
+    for ``show()`` and ``ModelGraph``."""
+    ups = sorted(
+        f"{mod} imports {dep}"
+        for mod, deps in _internal_graph(module_level_only=module_level_only).items()
+        for dep in deps
+        if _layer(dep) > _layer(mod)
+    )
+    assert ups == []
+
+
+# Beside frontends/, torch is imported by the models themselves (the demos) and by the CLI's check of what a
 # user's model function returned, before it is traced: never by a stage after the trace.
 ALSO_TORCH = ("torchvista_dash.demos", "torchvista_dash.cli")
 
 
-@pytest.mark.parametrize(("library", "home", "also"), [("torch", "trace", ALSO_TORCH), ("plotly", "render", ()),
-                                                       ("dash", "app", ()), ("subprocess", "layout", ())])
+@pytest.mark.parametrize(
+    ("library", "home", "also"),
+    [
+        ("torch", "frontends", ALSO_TORCH),
+        ("plotly", "render", ()),
+        ("dash", "app", ()),
+        ("subprocess", "layout.graphviz", ()),
+    ],
+)
 def test_each_library_has_one_home(library: str, home: str, also: tuple[str, ...]) -> None:
-    strays = sorted(mod for mod, path in MODULES.items()
-                    if not (mod.startswith(f"torchvista_dash.{home}.") or mod == f"torchvista_dash.{home}")
-                    and mod not in also
-                    and any(i == library or i.startswith(library + ".")
-                            for i in _imports(path, module_level_only=False)))
-    assert strays == [], f"only {home}/ may import {library}"
+    strays = sorted(
+        mod
+        for mod, path in MODULES.items()
+        if not (mod.startswith(f"torchvista_dash.{home}.") or mod == f"torchvista_dash.{home}")
+        and mod not in also
+        and any(i == library or i.startswith(library + ".") for i in _imports(path, module_level_only=False))
+    )
+    assert strays == [], f"only {home.replace('.', '/')}/ may import {library}"
+
+
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+
+
+def test_the_folder_map_is_the_package() -> None:
+    """docs/architecture.md's folder map names every package folder, and every folder it names exists."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    mapped = set(re.findall(r"^- `(torchvista_dash/[\w/]*)`", text, flags=re.MULTILINE))
+    on_disk = {str(p.parent.relative_to(PACKAGE.parent)) + "/" for p in PACKAGE.rglob("__init__.py")}
+    assert mapped == on_disk, (
+        f"only in the map: {sorted(mapped - on_disk)}; only on disk: {sorted(on_disk - mapped)}"
+    )
+    named_layers = {name.split(".")[0] for names in LAYERS for name in names if name}
+    assert all(f"`{name}" in text for name in named_layers)

@@ -1,5 +1,7 @@
-"""The torchvista side of bench/bench_vs_torchvista.py on a tiny model, in real Chromium: its export with every
-module open loads, the bench's readiness check sees it drawn, its ops inside built-in modules are drawn (as ours
+"""The torchvista side of bench/bench_vs_torchvista.py on a tiny model, in real Chromium: its export with
+every
+module open loads, the bench's readiness check sees it drawn, its ops inside built-in modules are drawn (as
+ours
 draws them), and the bench's clicks on ⊖ and ⊕ close and reopen a block."""
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def test_every_op_export_draws_and_a_block_closes_and_reopens(browser: object, t
         block = _first(page.evaluate(TV_NAMES), "Block")
         _tv_click(page, block, "collapse")
         assert sum(n.startswith("linear_") for n in _op_names(page)) == 1
-        assert block in _op_names(page)            # drawn as one collapsed box
+        assert block in _op_names(page)  # drawn as one collapsed box
         _tv_click(page, block, "expand")
         assert sum(n.startswith("linear_") for n in _op_names(page)) == 2
     finally:

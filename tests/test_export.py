@@ -1,4 +1,5 @@
-"""pipeline.export and render/static: real files from a real trace (Graphviz for svg/png/pdf, plotly.js in html)."""
+"""pipeline.export and render/static: real files from a real trace (Graphviz for svg/png/pdf, plotly.js in
+html)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from torchvista_dash import load_trace, trace_model
 from torchvista_dash.layout import GraphvizError
 from torchvista_dash.layout.types import Layout
 from torchvista_dash.pipeline import FORMATS, export
-from torchvista_dash.render.export import HTML_DIV_ID
-from torchvista_dash.render.static import static_image, to_static_dot
+from torchvista_dash.render.static.graphviz import static_image, to_static_dot
+from torchvista_dash.render.static.html import HTML_DIV_ID
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
@@ -44,10 +45,10 @@ def test_svg_is_valid_and_shows_the_view(tiny, tmp_path):
     vg = tiny.view(depth=1, expanded=["blocks"])
     for n in vg.nodes:
         assert any(n.label.split(" ×")[0] in t for t in texts), n.label
-    assert any(t.startswith("⊕ embed: Linear") for t in texts)          # collapsed module: can open
-    assert any(t.startswith("⊖ blocks: Sequential") for t in texts)     # expanded cluster: can close
-    assert any("×3" in t for t in texts)                                # folded group
-    assert "2×16" in texts                                              # edge label
+    assert any(t.startswith("⊕ embed: Linear") for t in texts)  # collapsed module: can open
+    assert any(t.startswith("⊖ blocks: Sequential") for t in texts)  # expanded cluster: can close
+    assert any("×3" in t for t in texts)  # folded group
+    assert "2×16" in texts  # edge label
 
 
 def test_png_has_signature_and_real_size(tiny, tmp_path):
@@ -69,7 +70,7 @@ def test_html_is_standalone_and_deterministic(tiny, tmp_path):
     text = a.read_text(encoding="utf-8")
     assert a.read_bytes() == b.read_bytes()
     assert f'id="{HTML_DIV_ID}"' in text
-    assert "<script src=" not in text                                  # plotly.js embedded: works offline
+    assert "<script src=" not in text  # plotly.js embedded: works offline
     assert len(text) > 1_000_000 and "TinyNet — torchvista_dash" in text
     assert '"scrollZoom": true' in text
 
@@ -101,10 +102,10 @@ def test_static_export_keeps_theme_and_failure_colours(dot_binary, tmp_path):
     g, vg, lay = grid_case(12, failed=True)
     dark = render_static(g, vg, lay, tmp_path / "dark.svg", "svg", theme="dark").read_text(encoding="utf-8")
     light = render_static(g, vg, lay, tmp_path / "light.svg", "svg").read_text(encoding="utf-8")
-    assert 'fill="#111111"' in dark and 'fill="#ffffff"' in light            # backgrounds of the templates
-    assert 'stroke="#d62728"' in light and 'stroke="#ff5c5c"' in dark        # failed op / modules in red
+    assert 'fill="#111111"' in dark and 'fill="#ffffff"' in light  # backgrounds of the templates
+    assert 'stroke="#d62728"' in light and 'stroke="#ff5c5c"' in dark  # failed op / modules in red
     dot = to_static_dot(g, vg, lay, highlight="n:7")
-    assert dot.count('!"') == len(vg.nodes) + 2 * len(vg.clusters) + 1       # every position pinned
+    assert dot.count('!"') == len(vg.nodes) + 2 * len(vg.clusters) + 1  # every position pinned
 
 
 def test_failed_trace_exports(dot_binary, tmp_path):
@@ -132,16 +133,18 @@ def test_empty_view_renders(dot_binary, tmp_path):
 
 
 def test_html_takes_drawing_options_and_rejects_unknown_ones(tiny, tmp_path):
-    text = tiny.to_html(tmp_path / "hl.html", depth=1, highlight="mod:head", labels=False).read_text(encoding="utf-8")
+    text = tiny.to_html(tmp_path / "hl.html", depth=1, highlight="mod:head", labels=False).read_text(
+        encoding="utf-8"
+    )
     assert '"name":"highlight"' in text and '"images"' in text
     with pytest.raises(TypeError, match="colour"):
         tiny.export(tmp_path / "x.html", colour="red")
 
 
 def test_png_of_a_tall_view_is_capped_in_pixels(dot_binary, tmp_path):
-    from torchvista_dash.render.static import PNG_MAX_PX
+    from torchvista_dash.render.static.graphviz import PNG_MAX_PX
 
-    g, vg, lay = grid_case(1200, cols=4)                # ~26,000 points tall
+    g, vg, lay = grid_case(1200, cols=4)  # ~26,000 points tall
     data = render_static(g, vg, lay, tmp_path / "tall.png", "png").read_bytes()
     width, height = struct.unpack(">II", data[16:24])
     assert PNG_MAX_PX * 0.9 < height <= PNG_MAX_PX + 100 and width > 100
@@ -154,7 +157,7 @@ def test_static_and_interactive_use_the_same_colours(theme):
     g, vg, lay = grid_case(12, failed=True)
     fig = make_figure(g, vg, lay, theme=theme)
     dot = to_static_dot(g, vg, lay, theme)
-    css = picture_of(fig).find(f"{SVG_NS}style").text      # the interactive picture's colours per kind
+    css = picture_of(fig).find(f"{SVG_NS}style").text  # the interactive picture's colours per kind
     pairs = re.findall(r"\.k[a-z]+\{fill:(#[0-9a-f]{6});stroke:(#[0-9a-f]{6})", css)
     assert len(pairs) >= 4
     for fill, line in pairs:
@@ -178,7 +181,7 @@ def test_static_export_leaves_out_edge_labels_over_headers_boxes_or_each_other(d
     from transformers import GPT2Config, GPT2LMHeadModel
 
     from torchvista_dash.render.labels import CHAR_EM, EDGE_PT, header_rect
-    from torchvista_dash.render.static import static_dot
+    from torchvista_dash.render.static.graphviz import static_dot
     from torchvista_dash.render.style import CLOSE_MARK
 
     torch.manual_seed(0)
@@ -201,4 +204,4 @@ def test_static_export_leaves_out_edge_labels_over_headers_boxes_or_each_other(d
     assert drawn and len(drawn) < sum(1 for e in lay.edges if e.label)
     for i, r in enumerate(drawn):
         assert not [b for b in (*lay.nodes.values(), *heads) if meets(r, b)], r
-        assert not [q for q in drawn[i + 1:] if meets(r, q)], r
+        assert not [q for q in drawn[i + 1 :] if meets(r, q)], r

@@ -9,14 +9,15 @@ from pathlib import Path
 import pytest
 from support_graphs import failed_graph, nested_graph, stack_graph, twice_graph
 
-from torchvista_dash import layout, view
-from torchvista_dash.graph import TensorMeta
-from torchvista_dash.layout.dot import build_dot
-from torchvista_dash.layout.parse import parse_json
+from torchvista_dash import layout
+from torchvista_dash.layout.single.dot import build_dot
+from torchvista_dash.layout.single.parse import parse_json
 from torchvista_dash.layout.types import Layout
-from torchvista_dash.view_types import Cluster, ViewSpec, VisibleEdge, VisibleGraph, VisibleNode
+from torchvista_dash.model.graph import TensorMeta
+from torchvista_dash.view import build as view
+from torchvista_dash.view.types import Cluster, ViewSpec, VisibleEdge, VisibleGraph, VisibleNode
 
-TOL = 1.0   # points: dot rounds coordinates to 2 decimals; arrow tips touch the box border
+TOL = 1.0  # points: dot rounds coordinates to 2 decimals; arrow tips touch the box border
 
 
 def _overlap(a, b) -> bool:
@@ -24,8 +25,12 @@ def _overlap(a, b) -> bool:
 
 
 def _inside(inner, outer, tol: float = TOL) -> bool:
-    return (inner[0] >= outer[0] - tol and inner[1] >= outer[1] - tol
-            and inner[2] <= outer[2] + tol and inner[3] <= outer[3] + tol)
+    return (
+        inner[0] >= outer[0] - tol
+        and inner[1] >= outer[1] - tol
+        and inner[2] <= outer[2] + tol
+        and inner[3] <= outer[3] + tol
+    )
 
 
 def _near(p, box, tol: float) -> bool:
@@ -40,7 +45,7 @@ def check_geometry(vg: VisibleGraph, lay: Layout) -> None:
     boxes = list(lay.nodes.items())
     for i, (a, ba) in enumerate(boxes):
         assert ba[0] < ba[2] and ba[1] < ba[3]
-        for b, bb in boxes[i + 1:]:
+        for b, bb in boxes[i + 1 :]:
             assert not _overlap(ba, bb), f"{a} overlaps {b}: {ba} {bb}"
     for thing, box in [*lay.nodes.items(), *lay.clusters.items()]:
         p = lay.parent[thing]
@@ -57,8 +62,8 @@ def check_geometry(vg: VisibleGraph, lay: Layout) -> None:
         if ve.label:
             assert e.label == ve.label
             labelled.setdefault((ve.src, ve.tensor), []).append(e.label_pos)
-    for group, places in labelled.items():   # a tensor's shape is written at least once (by layout by module:
-        assert any(p is not None for p in places), group     # once, for all the edges carrying it)
+    for group, places in labelled.items():  # a tensor's shape is written at least once (by layout by module:
+        assert any(p is not None for p in places), group  # once, for all the edges carrying it)
     for x0, y0, x1, y1 in [*lay.nodes.values(), *lay.clusters.values()]:
         assert -TOL <= x0 and x1 <= lay.width + TOL and -TOL <= y0 and y1 <= lay.height + TOL
 
@@ -70,9 +75,17 @@ def _views():
     t = twice_graph()
     return [
         ("stack-default", view.build_view(s, view.make_spec(s))),
-        ("stack-every-op", view.build_view(s, view.make_spec(s, depth=None, fold_repeats=False, show_params=True))),
-        ("nested-open", view.build_view(n, view.make_spec(n, depth=None, unfolded={"fold:mod:stages.0"},
-                                                           expanded={"stages.1.blocks.1"}))),
+        (
+            "stack-every-op",
+            view.build_view(s, view.make_spec(s, depth=None, fold_repeats=False, show_params=True)),
+        ),
+        (
+            "nested-open",
+            view.build_view(
+                n,
+                view.make_spec(n, depth=None, unfolded={"fold:mod:stages.0"}, expanded={"stages.1.blocks.1"}),
+            ),
+        ),
         ("failed-every-op", view.build_view(f, view.make_spec(f, depth=None))),
         ("twice", view.build_view(t, view.make_spec(t, expanded={"proj"}))),
     ]
@@ -91,9 +104,9 @@ def test_top_to_bottom_and_left_to_right(dot_binary):
     vg = view.build_view(g, view.make_spec(g, fold_repeats=False))
     first, last = vg.nodes[0].id, vg.nodes[-1].id
     tb = layout.layout_view(vg)
-    assert tb.nodes[first][1] > tb.nodes[last][3]          # y up: the input is above the output
+    assert tb.nodes[first][1] > tb.nodes[last][3]  # y up: the input is above the output
     lr = layout.layout_view(vg, rankdir="LR")
-    assert lr.nodes[first][2] < lr.nodes[last][0]          # the input is left of the output
+    assert lr.nodes[first][2] < lr.nodes[last][0]  # the input is left of the output
     with pytest.raises(ValueError, match="rankdir"):
         layout.layout_view(vg, rankdir="sideways")
 
@@ -103,10 +116,10 @@ def test_node_sizes_follow_label_text(dot_binary):
     vg = view.build_view(g, view.make_spec(g))
     lay = layout.layout_view(vg)
     width = {i: b[2] - b[0] for i, b in lay.nodes.items()}
-    assert width["mod:proj#1"] > width["n:4"]                 # "proj: Linear #1" is longer than "relu"
+    assert width["mod:proj#1"] > width["n:4"]  # "proj: Linear #1" is longer than "relu"
     for n in vg.nodes:
         w, h = layout.node_size(n)
-        assert width[n.id] == pytest.approx(w, abs=0.5)      # fixedsize: dot keeps our estimate
+        assert width[n.id] == pytest.approx(w, abs=0.5)  # fixedsize: dot keeps our estimate
 
 
 def test_layout_is_deterministic(dot_binary):
@@ -117,7 +130,10 @@ def test_layout_is_deterministic(dot_binary):
     layout.clear_cache()
     b = layout.layout_view(view.build_view(nested_graph(3, 3), spec))
     assert a is not b and a == b
-    assert layout.to_dot(view.build_view(g, spec)).to_string() == layout.to_dot(view.build_view(g, spec)).to_string()
+    assert (
+        layout.to_dot(view.build_view(g, spec)).to_string()
+        == layout.to_dot(view.build_view(g, spec)).to_string()
+    )
 
 
 @pytest.fixture()
@@ -126,12 +142,12 @@ def quiet() -> None:
     the tests below count dot runs and cache entries, which are process-wide."""
     import threading
 
-    from torchvista_dash.app import state
+    from torchvista_dash.app.traces import state
 
     for t in threading.enumerate():
         if t.name == "tvd-warm-up":
             t.join(timeout=60)
-    assert state.precomputer.wait_idle(timeout=120)       # the background queue has run dry
+    assert state.precomputer.wait_idle(timeout=120)  # the background queue has run dry
 
 
 def test_returning_to_a_view_costs_no_dot_run(dot_binary, quiet):
@@ -143,12 +159,13 @@ def test_returning_to_a_view_costs_no_dot_run(dot_binary, quiet):
     assert layout.cache_info()["dot_runs"] > runs
     opened = layout.layout_view(view.build_view(g, view.toggle(g, start, "mod:layers.1")))
     runs = layout.cache_info()["dot_runs"]
-    back = layout.layout_view(view.build_view(g, view.toggle(g, view.toggle(g, start, "mod:layers.1"),
-                                                              "mod:layers.1")))
+    back = layout.layout_view(
+        view.build_view(g, view.toggle(g, view.toggle(g, start, "mod:layers.1"), "mod:layers.1"))
+    )
     assert back is first and opened is not first
     assert layout.cache_info()["dot_runs"] == runs
     layout.layout_view(view.build_view(g, start), rankdir="LR")
-    assert layout.cache_info()["dot_runs"] > runs     # another option is another layout
+    assert layout.cache_info()["dot_runs"] > runs  # another option is another layout
 
 
 def test_cache_is_bounded(dot_binary, monkeypatch, quiet):
@@ -160,24 +177,25 @@ def test_cache_is_bounded(dot_binary, monkeypatch, quiet):
         layout.layout_view(vg)
     assert layout.cache_info()["size"] == 2
     runs = layout.cache_info()["dot_runs"]
-    layout.layout_view(views[0])                 # evicted: laid out again
+    layout.layout_view(views[0])  # evicted: laid out again
     assert layout.cache_info()["dot_runs"] == runs + 1
 
 
 def test_labels_that_need_escaping(dot_binary):
     m = TensorMeta((1,), "float32", "cpu", 4)
     vg = VisibleGraph(
-        nodes=(VisibleNode("n:0", "input", 'say "hi"\\', None), VisibleNode("n:1", "op", "a;b{c}", "mod:x"),
-               VisibleNode("n:2", "output", "->", None, sublabel="α β")),
+        nodes=(
+            VisibleNode("n:0", "input", 'say "hi"\\', None),
+            VisibleNode("n:1", "op", "a;b{c}", "mod:x"),
+            VisibleNode("n:2", "output", "->", None, sublabel="α β"),
+        ),
         edges=(VisibleEdge("n:0", "n:1", "n:0/0", m, label='"1"'), VisibleEdge("n:1", "n:2", "n:1/0", m)),
-        clusters=(Cluster("mod:x", 'x: "Weird" \\ class', None),), spec=ViewSpec())
+        clusters=(Cluster("mod:x", 'x: "Weird" \\ class', None),),
+        spec=ViewSpec(),
+    )
     lay = layout.layout_view(vg)
     check_geometry(vg, lay)
-    assert 'id="n:1"' in layout.to_dot(vg).to_string()    # the full DOT keeps ids and text, quoted once
-
-
-
-
+    assert 'id="n:1"' in layout.to_dot(vg).to_string()  # the full DOT keeps ids and text, quoted once
 
 
 def test_missing_dot_says_how_to_install(monkeypatch):
@@ -185,7 +203,7 @@ def test_missing_dot_says_how_to_install(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     layout.clear_cache()
     g = twice_graph()
-    for method in ("single", "composed"):     # dot processes kept running do not hide a missing dot
+    for method in ("single", "composed"):  # dot processes kept running do not hide a missing dot
         with pytest.raises(layout.GraphvizNotFound) as err:
             layout.layout_view(view.build_view(g, view.make_spec(g)), method=method)
     msg = str(err.value)
@@ -205,7 +223,7 @@ def test_overrunning_dot_is_killed(dot_binary):
     body = "".join(f"v{i} -> v{(i * 7919 + k) % 1500};" for i in range(1500) for k in (1, 2, 3))
     with pytest.raises(layout.GraphvizError, match="time budget"):
         layout.run_dot("digraph {" + body + "}", "json", timeout=0.05)
-    assert _dot_children() == []   # killed and reaped, not left running
+    assert _dot_children() == []  # killed and reaped, not left running
 
 
 def test_dot_started_early_is_killed_when_the_dot_cannot_be_built(dot_binary, monkeypatch):
@@ -230,7 +248,8 @@ def test_dot_run_is_fed_once(dot_binary):
 
 
 def test_streamed_run_gives_dots_output_and_its_errors(dot_binary):
-    # the pieces handed over while dot writes add up to its whole output, for a DOT bigger than a pipe's buffer
+    # the pieces handed over while dot writes add up to its whole output, for a DOT bigger than a pipe's
+    # buffer
     source = "digraph {" + "".join(f'n{i} [label="{"x" * 40}"]; n{i} -> n{i + 1};' for i in range(2500)) + "}"
     assert len(source) > 1 << 17
     pieces: list[bytes] = []
@@ -246,9 +265,9 @@ def test_streamed_run_gives_dots_output_and_its_errors(dot_binary):
 
 
 def test_without_select_on_pipes_the_output_is_handed_over_once_at_the_end(dot_binary, monkeypatch):
-    from torchvista_dash.layout import run as run_mod
+    from torchvista_dash.layout.graphviz import run as run_mod
 
-    monkeypatch.setattr(run_mod, "_CAN_PUMP", False)    # as on Windows
+    monkeypatch.setattr(run_mod, "_CAN_PUMP", False)  # as on Windows
     pieces: list[bytes] = []
     with layout.DotRun("json0") as run:
         out = run.feed("digraph { a -> b }", pieces.append)
@@ -257,14 +276,15 @@ def test_without_select_on_pipes_the_output_is_handed_over_once_at_the_end(dot_b
     g = twice_graph()
     vg = view.build_view(g, view.make_spec(g))
     dot, names = build_dot(vg)
-    assert layout.layout_view(vg, method="single") == parse_json(layout.run_dot(dot.to_string(), layout.DOT_FORMAT),
-                                                                 vg, names, "TB")
+    assert layout.layout_view(vg, method="single") == parse_json(
+        layout.run_dot(dot.to_string(), layout.DOT_FORMAT), vg, names, "TB"
+    )
 
 
 def _dot_children() -> list[int]:
     """Pids of `dot` processes whose parent is this test process (from /proc), but for the idle ones the
     layout by module keeps for its next batch (``layout.dotpool``)."""
-    from torchvista_dash.layout import dotpool
+    from torchvista_dash.layout.graphviz import dotpool
 
     kept = set(dotpool.idle_pids())
     out = []
@@ -273,8 +293,8 @@ def _dot_children() -> list[int]:
             text = stat.read_text()
         except OSError:
             continue
-        comm = text[text.index("(") + 1:text.rindex(")")]
-        ppid = int(text[text.rindex(")") + 2:].split()[1])
+        comm = text[text.index("(") + 1 : text.rindex(")")]
+        ppid = int(text[text.rindex(")") + 2 :].split()[1])
         if comm == "dot" and ppid == os.getpid() and int(stat.parent.name) not in kept:
             out.append(int(stat.parent.name))
     return out
@@ -283,8 +303,8 @@ def _dot_children() -> list[int]:
 def test_layout_run_writes_only_what_moves_something(dot_binary):
     """The layout run's DOT leaves out node text, fonts and styling (boxes are fixedsize); dot places
     everything exactly where it does for the full DOT that ``to_dot`` writes."""
-    from torchvista_dash.layout.dot import build_dot
-    from torchvista_dash.layout.parse import parse_json
+    from torchvista_dash.layout.single.dot import build_dot
+    from torchvista_dash.layout.single.parse import parse_json
 
     for name, vg in _views():
         lean, lean_names = build_dot(vg)
@@ -297,17 +317,17 @@ def test_layout_run_writes_only_what_moves_something(dot_binary):
 
 
 def test_spline_polylines_read_dots_pos_strings():
-    from torchvista_dash.layout.parse import spline_points, spline_polylines
+    from torchvista_dash.layout.single.parse import spline_points, spline_polylines
 
-    straight = "e,0,30 0,0 0,10 0,20 0,27"                  # control points on the chord: end point only
-    curved = "s,1,1 e,50,60 0,0 30,0 40,10 40,40"           # one bent piece: 4 samples on the Bézier
-    long = "e,9,9 0,0 1,1 2,2 3,3 3,3\\\n 5,8 9,4"            # dot's line continuation inside a pos
+    straight = "e,0,30 0,0 0,10 0,20 0,27"  # control points on the chord: end point only
+    curved = "s,1,1 e,50,60 0,0 30,0 40,10 40,40"  # one bent piece: 4 samples on the Bézier
+    long = "e,9,9 0,0 1,1 2,2 3,3 3,3\\\n 5,8 9,4"  # dot's line continuation inside a pos
     lines = spline_polylines([straight, curved, long])
     assert lines == [spline_points(straight), spline_points(curved), spline_points(long)]
     assert lines[0] == ((0.0, 0.0), (0.0, 27.0), (0.0, 30.0))
     pts = lines[1]
     assert pts[0] == (1.0, 1.0) and pts[1] == (0.0, 0.0) and pts[-1] == (50.0, 60.0) and len(pts) == 7
-    assert pts[-2] == (40.0, 40.0)                           # t = 1 is the piece's last control point
-    assert pts[3] == (0.125 * 0 + 0.375 * 30 + 0.375 * 40 + 0.125 * 40, 0.375 * 10 + 0.125 * 40)   # t = 1/2
+    assert pts[-2] == (40.0, 40.0)  # t = 1 is the piece's last control point
+    assert pts[3] == (0.125 * 0 + 0.375 * 30 + 0.375 * 40 + 0.125 * 40, 0.375 * 10 + 0.125 * 40)  # t = 1/2
     assert all(isinstance(v, float) for p in lines[2] for v in p) and lines[2][-1] == (9.0, 9.0)
     assert spline_polylines([]) == []

@@ -43,23 +43,29 @@ def test_notebook_show_twice_gives_two_live_iframes(tmp_path: Path, page: Any) -
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(src) for src in CELLS]
     nb.cells[-1].metadata["tags"] = ["raises-exception"]
-    client = NotebookClient(nb, kernel_name="python3", timeout=180, resources={"metadata": {"path": str(tmp_path)}})
+    client = NotebookClient(
+        nb, kernel_name="python3", timeout=180, resources={"metadata": {"path": str(tmp_path)}}
+    )
     with client.setup_kernel():
         for i, cell in enumerate(nb.cells):
             client.execute_cell(cell, i)
         srcs = [_iframe_src(nb.cells[i].outputs[0]) for i in (1, 2, 3)]
-        assert srcs[0] != srcs[1] and srcs[0] == srcs[2]           # same trace, same page
-        assert srcs[0].split("?")[0] == srcs[1].split("?")[0]        # one server hosts both
+        assert srcs[0] != srcs[1] and srcs[0] == srcs[2]  # same trace, same page
+        assert srcs[0].split("?")[0] == srcs[1].split("?")[0]  # one server hosts both
         assert 'height="500"' in nb.cells[2].outputs[0]["data"]["text/html"]
 
         outputs = nb.cells[4].outputs
         failed = [o for o in outputs if o["output_type"] == "display_data"]
         assert failed and "<iframe" in failed[0]["data"]["text/html"]
         err = [o for o in outputs if o["output_type"] == "error"]
-        assert outputs.index(failed[0]) < outputs.index(err[0])      # drawn first, then re-raised
+        assert outputs.index(failed[0]) < outputs.index(err[0])  # drawn first, then re-raised
         assert err and err[0]["ename"] == "RuntimeError" and "Sizes of tensors must match" in err[0]["evalue"]
 
-        for src, model in ((srcs[0], "first MLP"), (srcs[1], "second GPT"), (_iframe_src(failed[0]), "broken one")):
+        for src, model in (
+            (srcs[0], "first MLP"),
+            (srcs[1], "second GPT"),
+            (_iframe_src(failed[0]), "broken one"),
+        ):
             assert requests.get(src, timeout=30).status_code == 200
             tid = parse_qs(urlsplit(src).query)["trace"][0]
             page.goto(src)
@@ -68,12 +74,14 @@ def test_notebook_show_twice_gives_two_live_iframes(tmp_path: Path, page: Any) -
             assert ids_drawn(page, f"trace-{tid}", "nodes:labels")
             # the picture comes from the notebook's server by URL (app/pictures.py), and it answers
             served = page.evaluate(PICTURES_SERVED, graph_dom_id(f"trace-{tid}"))
-            assert served and all(src.startswith("/_tvd/picture/") and status == 200 and "svg" in kind
-                                  for src, status, kind in served), served
+            assert served and all(
+                src.startswith("/_tvd/picture/") and status == 200 and "svg" in kind
+                for src, status, kind in served
+            ), served
 
 
 def test_show_external_prints_a_live_url_and_rejects_bad_modes(capsys: pytest.CaptureFixture[str]) -> None:
-    from torchvista_dash.app.notebook import show
+    from torchvista_dash.app.server.notebook import show
     from torchvista_dash.demos import demo_trace
 
     show(demo_trace("mlp"), mode="external", depth=2)
@@ -85,7 +93,9 @@ def test_show_external_prints_a_live_url_and_rejects_bad_modes(capsys: pytest.Ca
         show(demo_trace("mlp"), mode="popup")
     with pytest.raises(TypeError, match="unknown option.*colour.*options are: depth"):
         show(demo_trace("mlp"), mode="external", colour="red")
-    with pytest.raises(RuntimeError, match="Sizes of tensors must match"):   # partial graph served, then raised
+    with pytest.raises(
+        RuntimeError, match="Sizes of tensors must match"
+    ):  # partial graph served, then raised
         show(demo_trace("broken"), mode="external")
     assert "torchvista_dash: http://" in capsys.readouterr().out
 
@@ -104,23 +114,25 @@ def test_a_saved_notebook_keeps_a_picture_and_re_raises_the_same_error(tmp_path:
     nb.cells = [nbformat.v4.new_code_cell(src) for src in SAVED_CELLS]
     for cell in nb.cells[2:]:
         cell.metadata["tags"] = ["raises-exception"]
-    NotebookClient(nb, kernel_name="python3", timeout=180, resources={"metadata": {"path": str(tmp_path)}}).execute()
+    NotebookClient(
+        nb, kernel_name="python3", timeout=180, resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
     path = tmp_path / "saved.ipynb"
     nbformat.write(nb, path)
-    saved = nbformat.read(path, as_version=4)                    # what GitHub / nbviewer / a closed kernel get
+    saved = nbformat.read(path, as_version=4)  # what GitHub / nbviewer / a closed kernel get
     (shown,) = [o for o in saved.cells[1].outputs if o["output_type"] == "display_data"]
-    assert "<iframe" in shown["data"]["text/html"]               # the live graph, for a running kernel
-    svg = shown["data"]["image/svg+xml"]                         # and the picture, saved beside it
+    assert "<iframe" in shown["data"]["text/html"]  # the live graph, for a running kernel
+    svg = shown["data"]["image/svg+xml"]  # and the picture, saved beside it
     assert svg.lstrip().startswith(("<?xml", "<svg")) and "lm_head: Linear" in svg and "GPTBlock" in svg
     failed = [o for o in saved.cells[2].outputs if o["output_type"] == "display_data"]
-    assert "image/svg+xml" in failed[0]["data"]                  # a failed trace's partial graph too
+    assert "image/svg+xml" in failed[0]["data"]  # a failed trace's partial graph too
     errors = [next(o for o in c.outputs if o["output_type"] == "error") for c in saved.cells[2:]]
     assert [e["ename"] for e in errors] == ["RuntimeError"] * 3
     lengths = [len(e["traceback"]) for e in errors]
-    assert len(set(lengths)) == 1, lengths                       # each re-raise as long as the first
+    assert len(set(lengths)) == 1, lengths  # each re-raise as long as the first
 
 
-SLOW_CELL = '''
+SLOW_CELL = """
 import torch
 from torch import nn
 from torchvista_dash import trace_model
@@ -145,11 +157,12 @@ class Slow(nn.Module):
         return x
 
 trace_model(Slow(), torch.randn(2, 6)).show(depth=None)
-'''
+"""
 
 
-def test_show_of_a_slow_first_view_says_how_far_its_layout_got(tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_show_of_a_slow_first_view_says_how_far_its_layout_got(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """show() lays the first view out in the kernel before the output appears; with a dot that takes seconds,
     the cell says which stage runs and how many of how many modules are done, then that it is done."""
     import shutil
@@ -162,16 +175,20 @@ def test_show_of_a_slow_first_view_says_how_far_its_layout_got(tmp_path: Path,
     script.write_text(f"#!{sys.executable}\n{SLOW_DOT}")
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("TVD_TEST_REAL_DOT", str(shutil.which("dot")))
-    monkeypatch.setenv("TVD_DOT", str(script))          # the kernel inherits it
+    monkeypatch.setenv("TVD_DOT", str(script))  # the kernel inherits it
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(SLOW_CELL)]
-    NotebookClient(nb, kernel_name="python3", timeout=180, resources={"metadata": {"path": str(tmp_path)}}).execute()
+    NotebookClient(
+        nb, kernel_name="python3", timeout=180, resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
     outputs = nb.cells[0].outputs
-    err = "".join(o.get("text", "") for o in outputs if o["output_type"] == "stream" and o["name"] == "stderr")
+    err = "".join(
+        o.get("text", "") for o in outputs if o["output_type"] == "stream" and o["name"] == "stderr"
+    )
     frames = [f.strip() for f in err.split("\r") if f.strip()]
     counts = [tuple(map(int, m.groups())) for f in frames if (m := re.search(r"modules: (\d+) of (\d+)", f))]
     assert counts and len({n for _, n in counts}) == 1 and counts[0][1] >= 10, frames
-    assert [d for d, _ in counts] == sorted(d for d, _ in counts), frames       # it counts up
+    assert [d for d, _ in counts] == sorted(d for d, _ in counts), frames  # it counts up
     assert frames[-1].startswith("Laid out the first view in"), frames
     assert any(o["output_type"] == "display_data" and "<iframe" in o["data"]["text/html"] for o in outputs)
 
@@ -200,10 +217,15 @@ def test_show_in_a_plain_script_opens_a_tab_and_serves_until_ctrl_c(tmp_path: Pa
     script = tmp_path / "script.py"
     script.write_text(SCRIPT)
     root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "BROWSER": str(browser), "PYTHONUNBUFFERED": "1",
-           "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+    env = {
+        **os.environ,
+        "BROWSER": str(browser),
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     try:
         line = ""
         deadline = time.time() + 120
@@ -213,9 +235,9 @@ def test_show_in_a_plain_script_opens_a_tab_and_serves_until_ctrl_c(tmp_path: Pa
         url = line.split("serving ")[1].split(" ")[0]
         while not opened.exists() and time.time() < deadline:
             time.sleep(0.05)
-        assert opened.read_text().strip() == url                  # the tab was asked for that page
+        assert opened.read_text().strip() == url  # the tab was asked for that page
         time.sleep(1.0)
-        assert proc.poll() is None                                # still serving after the script's last line
+        assert proc.poll() is None  # still serving after the script's last line
         layout = requests.get(url.split("?")[0] + "_dash-layout", headers={"Referer": url}, timeout=30).text
         assert "MLP" in layout
         proc.send_signal(signal.SIGINT)

@@ -19,7 +19,7 @@ def test_figure_takes_render_and_view_options(dot_binary):
     params = {n.id for n in t.graph.nodes if n.kind == "parameter"}
     every_op = t.figure(depth=None, show_params=True)
     shown = {c for tr in every_op.data if tr.customdata is not None for c in tr.customdata}
-    assert params and params <= shown                        # show_params reached the view
+    assert params and params <= shown  # show_params reached the view
     hidden = {c for tr in t.figure(depth=None).data if tr.customdata is not None for c in tr.customdata}
     assert not params & hidden
 
@@ -57,8 +57,16 @@ def test_stats_as_frame_is_a_dataframe_of_the_same_rows_with_the_root_as_the_tot
     rows = t.stats()
     frame = t.stats(as_frame=True)
     assert isinstance(frame, pd.DataFrame)
-    assert list(frame.columns) == ["qualname", "cls", "calls", "params", "param_bytes", "flops", "output_bytes",
-                                   "time_ms"]
+    assert list(frame.columns) == [
+        "qualname",
+        "cls",
+        "calls",
+        "params",
+        "param_bytes",
+        "flops",
+        "output_bytes",
+        "time_ms",
+    ]
     assert len(frame) == len(rows) and frame["qualname"].tolist() == [r["qualname"] for r in rows]
     root = frame.iloc[0]
     assert root["qualname"] == "" and root["cls"] == "TinyGPT"
@@ -66,7 +74,7 @@ def test_stats_as_frame_is_a_dataframe_of_the_same_rows_with_the_root_as_the_tot
     assert root["flops"] == sum(n.flops for n in t.graph.nodes if n.flops) > 0
     blocks = frame[frame["cls"] == "GPTBlock"]
     assert len(blocks) == 4 and blocks["flops"].sum() < root["flops"]
-    assert frame["time_ms"].isna().all()          # not timed
+    assert frame["time_ms"].isna().all()  # not timed
 
 
 def test_stats_as_frame_without_pandas_says_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -74,7 +82,7 @@ def test_stats_as_frame_without_pandas_says_to_install_it(monkeypatch: pytest.Mo
 
     from torchvista_dash.demos import demo_trace
 
-    monkeypatch.setitem(sys.modules, "pandas", None)      # what an environment without pandas raises
+    monkeypatch.setitem(sys.modules, "pandas", None)  # what an environment without pandas raises
     t = demo_trace("mlp")
     with pytest.raises(ImportError, match=r"needs pandas \(pip install pandas\)"):
         t.stats(as_frame=True)
@@ -89,18 +97,21 @@ def test_a_graph_built_in_memory_is_checked_like_a_loaded_file() -> None:
     from support_graphs import nested_graph
 
     from torchvista_dash import Trace, TraceFormatError
-    from torchvista_dash.app.component import ModelGraph
+    from torchvista_dash.app.component.component import ModelGraph
 
     g = nested_graph()
-    assert Trace(g).graph is g                                       # a good graph passes
+    assert Trace(g).graph is g  # a good graph passes
     root, last = g.module_calls[0], g.module_calls[-1]
-    cyclic = dataclasses.replace(g, module_calls=(dataclasses.replace(root, parent=last.id), *g.module_calls[1:]))
+    cyclic = dataclasses.replace(
+        g, module_calls=(dataclasses.replace(root, parent=last.id), *g.module_calls[1:])
+    )
     with pytest.raises(TraceFormatError, match="parent cycle"):
         Trace(cyclic)
     with pytest.raises(TraceFormatError, match="parent cycle"):
         ModelGraph(cyclic)
-    dangling = dataclasses.replace(g, nodes=(g.nodes[0], dataclasses.replace(g.nodes[1], parent="mod:nosuch"),
-                                             *g.nodes[2:]))
+    dangling = dataclasses.replace(
+        g, nodes=(g.nodes[0], dataclasses.replace(g.nodes[1], parent="mod:nosuch"), *g.nodes[2:])
+    )
     with pytest.raises(TraceFormatError, match="unknown parent 'mod:nosuch'"):
         Trace(dangling)
     with pytest.raises(TypeError, match="Trace needs a Graph, not dict"):

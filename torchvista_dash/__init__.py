@@ -4,18 +4,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from .compare import Diff, compare
-from .graph import Graph, TraceFormatError
-from .traced import Trace, load_trace, trace_model
+from torchvista_dash.compare import Diff, compare
+from torchvista_dash.model.errors import TorchvistaDashError
+from torchvista_dash.model.graph import Graph, TraceFormatError
+from torchvista_dash.traced import Trace, load_trace, trace_model
 
 __version__ = "0.1.0"
-__all__ = ["Diff", "Graph", "ModelGraph", "Trace", "TraceFormatError", "compare", "load_trace", "trace_model",
-           "__version__"]
+__all__ = [
+    "Diff",
+    "Graph",
+    "ModelGraph",
+    "Trace",
+    "TorchvistaDashError",
+    "TraceFormatError",
+    "compare",
+    "load_trace",
+    "trace_model",
+    "__version__",
+]
 
 
 def __getattr__(name: str) -> Any:
     if name == "ModelGraph":  # imported lazily: dash is only needed by the app
-        from .app.aio import ModelGraph
+        from torchvista_dash.app.component.aio import ModelGraph
 
         return ModelGraph
     raise AttributeError(f"module 'torchvista_dash' has no attribute {name!r}")

@@ -1,3 +1,3 @@
-from .cli import main
+from torchvista_dash.cli import main
 
 raise SystemExit(main())

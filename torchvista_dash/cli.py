@@ -23,14 +23,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from torchvista_dash.model.errors import TorchvistaDashError
+
 if TYPE_CHECKING:  # pragma: no cover
-    from .traced import Trace
+    from torchvista_dash.traced import Trace
 
-from .pipeline import FORMATS as EXPORT_FORMATS
+from torchvista_dash.pipeline import FORMATS as EXPORT_FORMATS
 
 
-class CLIError(Exception):
-    """A user mistake: printed as one line, exit status 2 (``detail``: printed before it, e.g. a traceback)."""
+class CLIError(TorchvistaDashError):
+    """A user mistake: printed as one line, exit status 2 (``detail``: printed before it, e.g. a
+    traceback)."""
 
     def __init__(self, message: str, detail: str = "") -> None:
         super().__init__(message)
@@ -38,7 +41,7 @@ class CLIError(Exception):
 
 
 def _demo_names() -> list[str]:
-    from .demos import DEMOS
+    from torchvista_dash.demos import DEMOS
 
     return list(DEMOS)
 
@@ -48,13 +51,15 @@ def resolve_target(target: str) -> Trace:
 
     A failed forward pass gives no warning here: the command prints its own, once."""
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r".*\bforward pass (failed|of .* raised)", category=UserWarning)
+        warnings.filterwarnings(
+            "ignore", message=r".*\bforward pass (failed|of .* raised)", category=UserWarning
+        )
         return _resolve(target)
 
 
 def _resolve(target: str) -> Trace:
-    from . import load_trace
-    from .graph import TraceFormatError
+    from torchvista_dash import load_trace
+    from torchvista_dash.model.graph import TraceFormatError
 
     path = Path(target)
     if path.is_file():
@@ -65,16 +70,20 @@ def _resolve(target: str) -> Trace:
         except OSError as exc:
             raise CLIError(f"cannot read {target}: {exc.strerror or exc}") from None
     if target.endswith(".json") or "/" in target or "\\" in target:
-        raise CLIError(f"no such trace file: {target} (save one with trace.save('{path.name}') or "
-                       f"`python -m torchvista_dash export TARGET -o {path.name}`)")
+        raise CLIError(
+            f"no such trace file: {target} (save one with trace.save('{path.name}') or "
+            f"`python -m torchvista_dash export TARGET -o {path.name}`)"
+        )
     if ":" in target:
         return _trace_from_function(target)
     if target in _demo_names():
-        from .demos import demo_trace
+        from torchvista_dash.demos import demo_trace
 
         return demo_trace(target)
-    raise CLIError(f"don't know what {target!r} is: give a saved trace (file.json), module:function "
-                   f"returning (model, inputs), or a demo name ({', '.join(_demo_names())})")
+    raise CLIError(
+        f"don't know what {target!r} is: give a saved trace (file.json), module:function "
+        f"returning (model, inputs), or a demo name ({', '.join(_demo_names())})"
+    )
 
 
 def _trace_from_function(target: str) -> Trace:
@@ -86,8 +95,10 @@ def _trace_from_function(target: str) -> Trace:
     try:
         module = importlib.import_module(mod_name)
     except ImportError as exc:
-        raise CLIError(f"cannot import module {mod_name!r} (from {target!r}): {exc}. "
-                       "Run from the directory that contains it or install its package.") from None
+        raise CLIError(
+            f"cannot import module {mod_name!r} (from {target!r}): {exc}. "
+            "Run from the directory that contains it or install its package."
+        ) from None
     func: Any = module
     for part in func_name.split("."):
         if not hasattr(func, part):
@@ -99,11 +110,14 @@ def _trace_from_function(target: str) -> Trace:
         result = func()
     except Exception as exc:
         # the user's frames only: the first frame is this function's call of theirs
-        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__.tb_next if exc.__traceback__
-                                                else None))
+        tb = "".join(
+            traceback.format_exception(
+                type(exc), exc, exc.__traceback__.tb_next if exc.__traceback__ else None
+            )
+        )
         raise CLIError(f"{target}() raised {type(exc).__name__}: {exc}", detail=tb.rstrip()) from None
     model, args, kwargs = _unpack(target, result)
-    from . import trace_model
+    from torchvista_dash import trace_model
 
     return trace_model(model, args, kwargs=kwargs, name=type(model).__name__)
 
@@ -116,12 +130,15 @@ def _unpack(target: str, result: Any) -> tuple[Any, Any, dict[str, Any] | None]:
         raise CLIError(f"{target}() must return {want}; it returned {_short_type(result)}")
     model = result[0]
     if not isinstance(model, torch.nn.Module):
-        raise CLIError(f"{target}() must return {want} with an nn.Module first; "
-                       f"the first item is {_short_type(model)}")
+        raise CLIError(
+            f"{target}() must return {want} with an nn.Module first; the first item is {_short_type(model)}"
+        )
     args = result[1]
     kwargs = result[2] if len(result) == 3 else None
     if kwargs is not None and not isinstance(kwargs, dict):
-        raise CLIError(f"{target}() returned 3 items; the third (kwargs) must be a dict, not {_short_type(kwargs)}")
+        raise CLIError(
+            f"{target}() returned 3 items; the third (kwargs) must be a dict, not {_short_type(kwargs)}"
+        )
     return model, args, kwargs
 
 
@@ -147,8 +164,10 @@ def check_port_free(host: str, port: int) -> None:
             s.bind((host, port))
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
-                raise CLIError(f"port {port} is already in use on {host}: stop the other server or "
-                               f"pass --port N (--port 0 picks a free one)") from None
+                raise CLIError(
+                    f"port {port} is already in use on {host}: stop the other server or "
+                    f"pass --port N (--port 0 picks a free one)"
+                ) from None
             raise CLIError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
@@ -177,7 +196,7 @@ class TerminalProgress:
 
 # ---- commands ------------------------------------------------------------------------------
 def _depth(text: str) -> int | None:
-    from .options import depth_from_text
+    from torchvista_dash.model.options import depth_from_text
 
     try:
         return depth_from_text(text)
@@ -187,7 +206,7 @@ def _depth(text: str) -> int | None:
 
 def _flags(ns: argparse.Namespace) -> dict[str, Any]:
     """The on/off view options as given on the command line, by their ``ViewOptions`` names."""
-    from .options import flag_options
+    from torchvista_dash.model.options import flag_options
 
     return {name: getattr(ns, name) for name, _, _ in flag_options()}
 
@@ -199,11 +218,12 @@ def _one_line(exc: BaseException) -> str:
 def _check_settings(serving: bool = False) -> None:
     """The environment settings the layout (and the server) read when used, checked up front: a bad one is
     one ``error:`` line now, not a message in every page later."""
-    from .layout import run
+    from torchvista_dash.layout.graphviz import run
 
     checks: list[Any] = [run.timeout_seconds, run.max_jobs]
     if serving:
-        from .app import guard, registry
+        from torchvista_dash.app.http import guard
+        from torchvista_dash.app.traces import registry
 
         checks += [guard.max_request_bytes, registry.max_traces]
     for check in checks:
@@ -214,16 +234,21 @@ def _check_settings(serving: bool = False) -> None:
 
 
 def _serve(ns: argparse.Namespace) -> int:
-    from .app.server import make_app, serve_forever
+    from torchvista_dash.app.server.server import make_app, serve_forever
 
-    check_port(ns.port)                   # the arguments, then the target, then the port: cheapest first
+    check_port(ns.port)  # the arguments, then the target, then the port: cheapest first
     _check_settings(serving=True)
-    options: dict[str, Any] = {"depth": _depth(ns.depth), "theme": ns.theme, "rankdir": ns.direction,
-                               "color_by": ns.color_by, **_flags(ns)}
+    options: dict[str, Any] = {
+        "depth": _depth(ns.depth),
+        "theme": ns.theme,
+        "rankdir": ns.direction,
+        "color_by": ns.color_by,
+        **_flags(ns),
+    }
     if ns.target is None:
         options.update(gallery=True, title="torchvista_dash gallery")
     elif Path(ns.target).is_dir():
-        from .app.gallery import FolderError, folder_gallery
+        from torchvista_dash.app.server.gallery import FolderError, folder_gallery
 
         try:
             gallery, skipped = folder_gallery(ns.target)
@@ -236,20 +261,23 @@ def _serve(ns: argparse.Namespace) -> int:
         trace = resolve_target(ns.target)
         err = trace.graph.error
         if err is not None:
-            print(f"warning: the forward pass failed ({err.type}: {err.message}); serving the partial graph",
-                  file=sys.stderr)
+            print(
+                f"warning: the forward pass failed ({err.type}: {err.message}); serving the partial graph",
+                file=sys.stderr,
+            )
         options.update(traces=[trace], title=trace.graph.model_name or "torchvista_dash")
     check_port_free(ns.host, ns.port)
     app = make_app(**options, allowed_hosts=ns.allow_host)
     # What is traced now lives as long as this process: out of the collector's sight, a full collection no
-    # longer walks it (an 80-layer Llama's trace made one take 0.3 s, in the middle of a first view or a click)
+    # longer walks it (an 80-layer Llama's trace made one take 0.3 s, in the middle of a first view or a
+    # click)
     gc.freeze()
     serve_forever(app, ns.host, ns.port)
     return 0
 
 
 def _export(ns: argparse.Namespace) -> int:
-    from .pipeline import export, resolve_format
+    from torchvista_dash.pipeline import export, resolve_format
 
     out = Path(ns.output)
     depth = _depth(ns.depth)
@@ -262,45 +290,69 @@ def _export(ns: argparse.Namespace) -> int:
     trace = resolve_target(ns.target)
     if fmt != "json":
         _check_settings()
-    from .layout import reporting
+    from torchvista_dash.layout import reporting
 
     try:
-        with reporting(TerminalProgress(sys.stderr)):     # a bar on the terminal while a big view lays out
-            export(trace, out, fmt=fmt, depth=depth, theme=ns.theme, rankdir=ns.direction, color_by=ns.color_by,
-                   **_flags(ns))
-    except RuntimeError as exc:   # Graphviz missing, failing or over its time budget
+        with reporting(TerminalProgress(sys.stderr)):  # a bar on the terminal while a big view lays out
+            export(
+                trace,
+                out,
+                fmt=fmt,
+                depth=depth,
+                theme=ns.theme,
+                rankdir=ns.direction,
+                color_by=ns.color_by,
+                **_flags(ns),
+            )
+    except RuntimeError as exc:  # Graphviz missing, failing or over its time budget
         raise CLIError(f"cannot export {out.name}: {_one_line(exc)}") from None
-    except ValueError as exc:     # e.g. --color-by time on a trace that was not timed
+    except ValueError as exc:  # e.g. --color-by time on a trace that was not timed
         raise CLIError(str(exc)) from None
     err = trace.graph.error
     if err is not None:
-        print(f"warning: the forward pass failed ({err.type}: {err.message}); exported the partial graph",
-              file=sys.stderr)
+        print(
+            f"warning: the forward pass failed ({err.type}: {err.message}); exported the partial graph",
+            file=sys.stderr,
+        )
     print(f"wrote {out}")
     return 0
 
 
 def _diff(ns: argparse.Namespace) -> int:
-    from .compare import compare
+    from torchvista_dash.compare import compare
 
     a, b = resolve_target(ns.a), resolve_target(ns.b)
     d = compare(a, b)
     s = d.summary()
-    print(f"{ns.a} → {ns.b}: {len(s['added'])} added, {len(s['removed'])} removed, {len(s['changed'])} changed")
+    print(
+        f"{ns.a} → {ns.b}: {len(s['added'])} added, {len(s['removed'])} removed, {len(s['changed'])} changed"
+    )
     if ns.output is None:
-        from .app.server import make_app, serve_forever
+        from torchvista_dash.app.server.server import make_app, serve_forever
 
         _check_settings(serving=True)
         check_port_free(ns.host, ns.port)
-        serve_forever(make_app(traces=[d.trace], depth=_depth(ns.depth), theme=ns.theme, rankdir=ns.direction,
-                               **_flags(ns), title=f"diff: {d.trace.graph.model_name}", allowed_hosts=ns.allow_host),
-                      ns.host, ns.port)
+        serve_forever(
+            make_app(
+                traces=[d.trace],
+                depth=_depth(ns.depth),
+                theme=ns.theme,
+                rankdir=ns.direction,
+                **_flags(ns),
+                title=f"diff: {d.trace.graph.model_name}",
+                allowed_hosts=ns.allow_host,
+            ),
+            ns.host,
+            ns.port,
+        )
         return 0
     out = Path(ns.output)
     fmt = out.suffix.lstrip(".").lower()
     if fmt not in EXPORT_FORMATS:
-        raise CLIError(f"can't tell the format of {out}: use one of the extensions {', '.join(EXPORT_FORMATS)} "
-                       "(json writes the summary)")
+        raise CLIError(
+            f"can't tell the format of {out}: use one of the extensions {', '.join(EXPORT_FORMATS)} "
+            "(json writes the summary)"
+        )
     if not out.parent.exists():
         raise CLIError(f"the folder {out.parent} does not exist; create it first")
     if fmt == "json":
@@ -309,46 +361,73 @@ def _diff(ns: argparse.Namespace) -> int:
         _check_settings()
         try:
             d.export(out, depth=_depth(ns.depth), theme=ns.theme, rankdir=ns.direction, **_flags(ns))
-        except RuntimeError as exc:   # Graphviz missing, failing or over its time budget
+        except RuntimeError as exc:  # Graphviz missing, failing or over its time budget
             raise CLIError(f"cannot export {out.name}: {_one_line(exc)}") from None
     print(f"wrote {out}")
     return 0
 
 
 def _color_by_option(p: argparse.ArgumentParser) -> None:
-    from .options import COLOR_BY
+    from torchvista_dash.model.options import COLOR_BY
 
-    p.add_argument("--color-by", choices=COLOR_BY, default=None,
-                   help="colour boxes by a cost (time needs a trace made with timing=True)")
+    p.add_argument(
+        "--color-by",
+        choices=COLOR_BY,
+        default=None,
+        help="colour boxes by a cost (time needs a trace made with timing=True)",
+    )
 
 
 def _view_options(p: argparse.ArgumentParser) -> None:
-    """The first view's options, the same for serve, export and diff (on/off ones from ``options.flag_options``)."""
-    from .options import flag_options
+    """The first view's options, the same for serve, export and diff (on/off ones from
+    ``options.flag_options``)."""
+    from torchvista_dash.model.options import flag_options
 
-    p.add_argument("--depth", default="1", help="module depth to open (default 1; -1 or all opens everything)")
+    p.add_argument(
+        "--depth", default="1", help="module depth to open (default 1; -1 or all opens everything)"
+    )
     for name, default, text in flag_options():
-        p.add_argument(f"--{name.replace('_', '-')}", action=argparse.BooleanOptionalAction, default=default,
-                       help=f"{text} (default: {'on' if default else 'off'})")
+        p.add_argument(
+            f"--{name.replace('_', '-')}",
+            action=argparse.BooleanOptionalAction,
+            default=default,
+            help=f"{text} (default: {'on' if default else 'off'})",
+        )
     p.add_argument("--theme", choices=("light", "dark"), default="light")
-    p.add_argument("--rankdir", "--direction", dest="direction", choices=("TB", "LR"), default="TB",
-                   help="top to bottom (TB, default) or left to right (LR)")
+    p.add_argument(
+        "--rankdir",
+        "--direction",
+        dest="direction",
+        choices=("TB", "LR"),
+        default="TB",
+        help="top to bottom (TB, default) or left to right (LR)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
     first, rest = (__doc__ or "").replace("``", "").split("\n\n", 1)
-    p = argparse.ArgumentParser(prog="python -m torchvista_dash", description=" ".join(first.split()),
-                                epilog=" ".join(rest.split()))
+    p = argparse.ArgumentParser(
+        prog="python -m torchvista_dash", description=" ".join(first.split()), epilog=" ".join(rest.split())
+    )
     sub = p.add_subparsers(dest="command", required=True)
-    target_help = ("a saved trace (file.json), module:function returning (model, inputs) or (model, args, kwargs), "
-                   "or a demo name")
+    target_help = (
+        "a saved trace (file.json), module:function returning (model, inputs) or (model, args, kwargs), "
+        "or a demo name"
+    )
     s = sub.add_parser("serve", help="serve the interactive graph (no TARGET: the gallery of demo models)")
-    s.add_argument("target", nargs="?", help=target_help + ", or a folder of saved traces (served as a gallery)")
+    s.add_argument(
+        "target", nargs="?", help=target_help + ", or a folder of saved traces (served as a gallery)"
+    )
     s.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
     s.add_argument("--port", type=int, default=8050, help="port (default 8050; 0 picks a free one)")
-    s.add_argument("--allow-host", action="append", default=[], metavar="NAME",
-                   help="also answer requests for this Host name (repeatable; '*' for any). Only the bound "
-                        "address, localhost, 127.0.0.1 and ::1 are answered otherwise (DNS rebinding)")
+    s.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also answer requests for this Host name (repeatable; '*' for any). Only the bound "
+        "address, localhost, 127.0.0.1 and ::1 are answered otherwise (DNS rebinding)",
+    )
     _view_options(s)
     _color_by_option(s)
     s.set_defaults(func=_serve)
@@ -359,22 +438,33 @@ def build_parser() -> argparse.ArgumentParser:
     _view_options(e)
     _color_by_option(e)
     e.set_defaults(func=_export)
-    d = sub.add_parser("diff", help="compare two traces: serve the diff drawn as one graph, or export it with -o")
+    d = sub.add_parser(
+        "diff", help="compare two traces: serve the diff drawn as one graph, or export it with -o"
+    )
     d.add_argument("a", help="the first (older) trace: " + target_help)
     d.add_argument("b", help="the second (newer) trace, the same kinds of TARGET")
-    d.add_argument("-o", "--output", help="write the diff picture (html, svg, png, pdf) or its summary (json) "
-                                          "instead of serving it")
+    d.add_argument(
+        "-o",
+        "--output",
+        help="write the diff picture (html, svg, png, pdf) or its summary (json) instead of serving it",
+    )
     d.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
     d.add_argument("--port", type=int, default=8050, help="port (default 8050; 0 picks a free one)")
-    d.add_argument("--allow-host", action="append", default=[], metavar="NAME",
-                   help="also answer requests for this Host name (see serve)")
+    d.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also answer requests for this Host name (see serve)",
+    )
     _view_options(d)
     d.set_defaults(func=_diff)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m torchvista_dash`` and the ``torchvista-dash`` script; returns the exit status."""
+    """Entry point of ``python -m torchvista_dash`` and the ``torchvista-dash`` script; returns the exit
+    status."""
     parser = build_parser()
     ns = parser.parse_args(argv)
     try:

@@ -18,16 +18,16 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .costs import stats_rows
-from .graph import Graph, ModuleCall, call_id_for, shape_text
-from .traced import Trace
+from torchvista_dash.model.costs import stats_rows
+from torchvista_dash.model.graph import Graph, ModuleCall, call_id_for, shape_text
+from torchvista_dash.traced import Trace
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from .render.paint import Paint
-    from .view_types import VisibleGraph
+    from torchvista_dash.render.paint import Paint
+    from torchvista_dash.view.types import VisibleGraph
 
 ADDED, REMOVED, CHANGED, SAME = "added", "removed", "changed", "same"
-GRAFT = "was:"          # id prefix of the older trace's removed calls and nodes in the merged graph
+GRAFT = "was:"  # id prefix of the older trace's removed calls and nodes in the merged graph
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,7 +44,7 @@ class ModuleFacts:
 def module_facts(graph: Graph) -> dict[str, ModuleFacts]:
     """Per qualname, the facts of its first call: class, extra_repr, own parameters, boundary shapes."""
     chains: dict[str | None, tuple[str, ...]] = {None: ()}
-    for c in graph.module_calls:       # a call is recorded after its parent
+    for c in graph.module_calls:  # a call is recorded after its parent
         chains[c.id] = (*chains.get(c.parent, ()), c.id)
     kinds = {n.id: (n.kind, n.parent) for n in graph.nodes}
     ins: dict[str, dict[str, tuple[tuple[int, ...], str]]] = {}
@@ -67,9 +67,12 @@ def module_facts(graph: Graph) -> dict[str, ModuleFacts]:
         if c.qualname in facts:
             continue
         facts[c.qualname] = ModuleFacts(
-            cls=c.cls, extra_repr=c.extra_repr,
+            cls=c.cls,
+            extra_repr=c.extra_repr,
             params=tuple((p.name, p.shape, p.dtype) for p in c.params),
-            inputs=tuple(sorted(ins.get(c.id, {}).values())), outputs=tuple(sorted(outs.get(c.id, {}).values())))
+            inputs=tuple(sorted(ins.get(c.id, {}).values())),
+            outputs=tuple(sorted(outs.get(c.id, {}).values())),
+        )
     return facts
 
 
@@ -109,7 +112,9 @@ class Diff:
         self.a = a.graph if isinstance(a, Trace) else a
         self.b = b.graph if isinstance(b, Trace) else b
         if not isinstance(self.a, Graph) or not isinstance(self.b, Graph):
-            raise TypeError("compare(a, b) takes two Traces (or Graphs): trace_model(...) or load_trace(path)")
+            raise TypeError(
+                "compare(a, b) takes two Traces (or Graphs): trace_model(...) or load_trace(path)"
+            )
         fa, fb = module_facts(self.a), module_facts(self.b)
         self.status: dict[str, str] = {}
         self.reasons: dict[str, list[str]] = {}
@@ -130,8 +135,11 @@ class Diff:
 
     def summary(self) -> dict[str, Any]:
         """``{"added", "removed", "changed"}`` (qualnames, in call order) and ``deltas``: per module whose
-        parameter count or FLOPs differ, both sides and the difference (None where a side lacks the module)."""
-        out: dict[str, Any] = {k: [q for q, s in self.status.items() if s == k] for k in (ADDED, REMOVED, CHANGED)}
+        parameter count or FLOPs differ, both sides and the difference (None where a side lacks the
+        module)."""
+        out: dict[str, Any] = {
+            k: [q for q, s in self.status.items() if s == k] for k in (ADDED, REMOVED, CHANGED)
+        }
         deltas = []
         for q in self.status:
             ra, rb = self.rows_a.get(q), self.rows_b.get(q)
@@ -184,8 +192,10 @@ class Diff:
 
     def __repr__(self) -> str:
         s = self.summary()
-        return (f"<Diff {self.a.model_name} → {self.b.model_name}: {len(s['added'])} added, "
-                f"{len(s['removed'])} removed, {len(s['changed'])} changed>")
+        return (
+            f"<Diff {self.a.model_name} → {self.b.model_name}: {len(s['added'])} added, "
+            f"{len(s['removed'])} removed, {len(s['changed'])} changed>"
+        )
 
 
 class DiffTrace(Trace):
@@ -204,7 +214,7 @@ class DiffTrace(Trace):
     def default_expanded(self) -> frozenset[str]:
         """The modules that hold a change, so that the first view shows each added, removed or changed module:
         every ancestor of one, down to (not into) a folded run, whose box is marked as a whole."""
-        from .repeats import index_of
+        from torchvista_dash.view.repeats import index_of
 
         idx = index_of(self.graph)
         calls = self.graph.call_by_id
@@ -212,8 +222,9 @@ class DiffTrace(Trace):
         for call in self.graph.module_calls:
             parent = calls.get(call.parent) if call.parent else None
             if self.diff.status_of_call(call) == SAME or (
-                    parent is not None and self.diff.status_of_call(parent) in (ADDED, REMOVED)):
-                continue                  # inside an added or removed module, which is marked whole
+                parent is not None and self.diff.status_of_call(parent) in (ADDED, REMOVED)
+            ):
+                continue  # inside an added or removed module, which is marked whole
             for cid in idx.call_chain[call.id][:-1]:
                 if cid in idx.fold_of:
                     break
@@ -221,13 +232,14 @@ class DiffTrace(Trace):
         return frozenset(opened)
 
     def paint(self, vg: VisibleGraph, theme: str = "light") -> Paint | None:
-        from .render.diffpaint import diff_paint
+        from torchvista_dash.render.diffpaint import diff_paint
 
         return diff_paint(self.diff, self.graph, vg, theme)
 
 
 def compare(a: Trace | Graph, b: Trace | Graph) -> Diff:
-    """The diff of trace ``b`` against trace ``a`` (the older one first): ``summary()``, ``figure()``, ``show()``."""
+    """The diff of trace ``b`` against trace ``a`` (the older one first): ``summary()``, ``figure()``,
+    ``show()``."""
     return Diff(a, b)
 
 
@@ -239,8 +251,12 @@ def merged_graph(diff: Diff) -> Graph:
     to the rest only where its parent's own nodes were matched; inside it, its ops keep their edges.
     """
     a, b = diff.a, diff.b
-    removed_tops = [c for c in a.module_calls if diff.status.get(c.qualname) == REMOVED
-                    and (c.parent is None or diff.status.get(a.call_by_id[c.parent].qualname) != REMOVED)]
+    removed_tops = [
+        c
+        for c in a.module_calls
+        if diff.status.get(c.qualname) == REMOVED
+        and (c.parent is None or diff.status.get(a.call_by_id[c.parent].qualname) != REMOVED)
+    ]
     name = f"{a.model_name} → {b.model_name}" if a.model_name != b.model_name else b.model_name
     if not removed_tops:
         return dataclasses.replace(b, model_name=name)
@@ -267,19 +283,30 @@ def merged_graph(diff: Diff) -> Graph:
                 grafted_calls.append(dataclasses.replace(c, id=GRAFT + c.id, parent=parent))
         keep |= sub
     calls = _fix_depths(grafted_calls, b_calls)
-    nodes = [dataclasses.replace(n, id=GRAFT + n.id, parent=GRAFT + str(n.parent)) for n in a.nodes
-             if n.parent in keep]
-    inside = {n.id[len(GRAFT):] for n in nodes}
-    edges = [dataclasses.replace(e, src=GRAFT + e.src, dst=GRAFT + e.dst, tensor=GRAFT + e.tensor)
-             for e in a.edges if e.src in inside and e.dst in inside]
-    return dataclasses.replace(b, model_name=name, nodes=(*b.nodes, *nodes), edges=(*b.edges, *edges),
-                               module_calls=(*b.module_calls, *calls))
+    nodes = [
+        dataclasses.replace(n, id=GRAFT + n.id, parent=GRAFT + str(n.parent))
+        for n in a.nodes
+        if n.parent in keep
+    ]
+    inside = {n.id[len(GRAFT) :] for n in nodes}
+    edges = [
+        dataclasses.replace(e, src=GRAFT + e.src, dst=GRAFT + e.dst, tensor=GRAFT + e.tensor)
+        for e in a.edges
+        if e.src in inside and e.dst in inside
+    ]
+    return dataclasses.replace(
+        b,
+        model_name=name,
+        nodes=(*b.nodes, *nodes),
+        edges=(*b.edges, *edges),
+        module_calls=(*b.module_calls, *calls),
+    )
 
 
 def _fix_depths(calls: list[ModuleCall], base: dict[str, ModuleCall]) -> list[ModuleCall]:
     depth = {cid: c.depth for cid, c in base.items()}
     out = []
-    for c in calls:            # parents come first (call order)
+    for c in calls:  # parents come first (call order)
         d = 0 if c.parent is None else depth[c.parent] + 1
         depth[c.id] = d
         out.append(dataclasses.replace(c, depth=d))

@@ -18,7 +18,7 @@ from torch import nn
 from torch.nn import functional as F
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .traced import Trace
+    from torchvista_dash.traced import Trace
 
 
 # ---- MLP -----------------------------------------------------------------------------------
@@ -71,8 +71,9 @@ class TinyResNet(nn.Module):
 class DoubleConv(nn.Module):
     def __init__(self, cin: int, cout: int) -> None:
         super().__init__()
-        self.net = nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.ReLU(),
-                                 nn.Conv2d(cout, cout, 3, padding=1), nn.ReLU())
+        self.net = nn.Sequential(
+            nn.Conv2d(cin, cout, 3, padding=1), nn.ReLU(), nn.Conv2d(cout, cout, 3, padding=1), nn.ReLU()
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
@@ -202,7 +203,7 @@ class Fusion(nn.Module):
         self.right = FusionBranch(16, 8)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.cat([self.left(x), self.right(x)], dim=0)   # the bug: should be dim=1
+        return torch.cat([self.left(x), self.right(x)], dim=0)  # the bug: should be dim=1
 
 
 class BrokenFusionNet(nn.Module):
@@ -247,8 +248,10 @@ def _unet() -> tuple[nn.Module, tuple[Any, ...]]:
 def _transformer() -> tuple[nn.Module, tuple[Any, ...]]:
     torch.manual_seed(0)
     g = _gen()
-    return Seq2SeqTransformer().eval(), (torch.randint(0, 50, (1, 10), generator=g),
-                                         torch.randint(0, 50, (1, 8), generator=g))
+    return Seq2SeqTransformer().eval(), (
+        torch.randint(0, 50, (1, 10), generator=g),
+        torch.randint(0, 50, (1, 8), generator=g),
+    )
 
 
 def _gpt() -> tuple[nn.Module, tuple[Any, ...]]:
@@ -261,16 +264,32 @@ def _broken() -> tuple[nn.Module, tuple[Any, ...]]:
     return BrokenFusionNet().eval(), (torch.randn(2, 8, generator=_gen()),)
 
 
-DEMOS: dict[str, Demo] = {d.name: d for d in (
-    Demo("mlp", "MLP", "Three linear layers with ReLU and dropout.", _mlp),
-    Demo("resnet", "ResNet-style CNN", "A stem and two stages of residual BasicBlocks.", _resnet),
-    Demo("unet", "U-Net", "Two down and two up stages joined by skip connections (torch.cat).", _unet),
-    Demo("transformer", "Transformer encoder/decoder",
-         "nn.TransformerEncoder and nn.TransformerDecoder with embeddings and a generator.", _transformer),
-    Demo("gpt", "GPT-style decoder", "Token and position embeddings, four pre-norm blocks, an LM head.", _gpt),
-    Demo("broken", "Failing model", "torch.cat on mismatched shapes inside fusion: the trace stops there.",
-         _broken),
-)}
+DEMOS: dict[str, Demo] = {
+    d.name: d
+    for d in (
+        Demo("mlp", "MLP", "Three linear layers with ReLU and dropout.", _mlp),
+        Demo("resnet", "ResNet-style CNN", "A stem and two stages of residual BasicBlocks.", _resnet),
+        Demo("unet", "U-Net", "Two down and two up stages joined by skip connections (torch.cat).", _unet),
+        Demo(
+            "transformer",
+            "Transformer encoder/decoder",
+            "nn.TransformerEncoder and nn.TransformerDecoder with embeddings and a generator.",
+            _transformer,
+        ),
+        Demo(
+            "gpt",
+            "GPT-style decoder",
+            "Token and position embeddings, four pre-norm blocks, an LM head.",
+            _gpt,
+        ),
+        Demo(
+            "broken",
+            "Failing model",
+            "torch.cat on mismatched shapes inside fusion: the trace stops there.",
+            _broken,
+        ),
+    )
+}
 
 
 def build_demo(name: str) -> tuple[nn.Module, tuple[Any, ...]]:
@@ -283,9 +302,9 @@ def build_demo(name: str) -> tuple[nn.Module, tuple[Any, ...]]:
 @functools.cache
 def demo_trace(name: str) -> Trace:
     """The demo's trace, traced once per process (the gallery switches between them instantly)."""
-    from .traced import trace_model
+    from torchvista_dash.traced import trace_model
 
     model, inputs = build_demo(name)
-    with warnings.catch_warnings():   # the failing demo fails on purpose: no warning for it
+    with warnings.catch_warnings():  # the failing demo fails on purpose: no warning for it
         warnings.simplefilter("ignore", UserWarning)
         return trace_model(model, inputs, name=DEMOS[name].title)

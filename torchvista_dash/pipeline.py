@@ -11,15 +11,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .graph import Graph
-from .options import DrawOptions, split_options
+from torchvista_dash.model.graph import Graph
+from torchvista_dash.model.options import DrawOptions, split_options
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import plotly.graph_objects as go
 
-    from .render.paint import Paint
-    from .traced import Trace
-    from .view_types import VisibleGraph
+    from torchvista_dash.render.paint import Paint
+    from torchvista_dash.traced import Trace
+    from torchvista_dash.view.types import VisibleGraph
 
 FORMATS: tuple[str, ...] = ("html", "svg", "png", "pdf", "json")
 _ALIASES = {"htm": "html"}
@@ -31,8 +31,10 @@ def resolve_format(path: Path, fmt: str | None) -> str:
     if fmt is None:
         ext = path.suffix.lower().lstrip(".")
         if not ext:
-            raise ValueError(f"cannot tell the export format of {str(path)!r}: it has no extension; "
-                             f"use one of {supported} (e.g. model.html) or pass fmt=")
+            raise ValueError(
+                f"cannot tell the export format of {str(path)!r}: it has no extension; "
+                f"use one of {supported} (e.g. model.html) or pass fmt="
+            )
         fmt = ext
     key = str(fmt).lower().lstrip(".")
     key = _ALIASES.get(key, key)
@@ -46,32 +48,45 @@ def paint_of(graph: Graph, vg: VisibleGraph, draw: DrawOptions, paint: Paint | N
     ``draw.color_by``, else nothing."""
     if paint is not None or draw.color_by is None:
         return paint
-    from .render.colorby import colour_paint
+    from torchvista_dash.render.colorby import colour_paint
 
     return colour_paint(graph, vg, draw.color_by, draw.theme)
 
 
 def figure_of(graph: Graph, vg: VisibleGraph, draw: DrawOptions, paint: Paint | None = None) -> go.Figure:
     """The plotly Figure of a view: laid out for ``draw.rankdir``, drawn with the rest of ``draw``."""
-    from .layout import layout_view
-    from .render import make_figure
+    from torchvista_dash.layout import layout_view
+    from torchvista_dash.render import make_figure
 
-    return make_figure(graph, vg, layout_view(vg, rankdir=draw.rankdir), paint=paint_of(graph, vg, draw, paint),
-                       **draw.for_render())
+    return make_figure(
+        graph,
+        vg,
+        layout_view(vg, rankdir=draw.rankdir),
+        paint=paint_of(graph, vg, draw, paint),
+        **draw.for_render(),
+    )
 
 
-def export(trace: Trace, path: str | Path, fmt: str | None = None, *, expanded: Iterable[str] | None = None,
-           unfolded: Iterable[str] | None = None, **options: Any) -> Path:
-    """Write ``trace`` to ``path`` as html, svg, png, pdf or json (from the extension unless ``fmt`` is given).
+def export(
+    trace: Trace,
+    path: str | Path,
+    fmt: str | None = None,
+    *,
+    expanded: Iterable[str] | None = None,
+    unfolded: Iterable[str] | None = None,
+    **options: Any,
+) -> Path:
+    """Write ``trace`` to ``path`` as html, svg, png, pdf or json (from the extension unless ``fmt`` is
+    given).
 
     ``options`` are ``ViewOptions`` and ``DrawOptions`` fields (depth, theme, rankdir, fold_repeats, ...);
     ``labels`` and ``details`` apply to HTML only (static images always draw every label). JSON is the whole
     trace, so it ignores them.
     """
-    from .layout import layout_view
-    from .render import static
-    from .render.export import html_page
-    from .view import view_of
+    from torchvista_dash.layout import layout_view
+    from torchvista_dash.render.static import graphviz as static
+    from torchvista_dash.render.static.html import html_page
+    from torchvista_dash.view.build import view_of
 
     path = Path(path)
     kind = resolve_format(path, fmt)
@@ -85,8 +100,9 @@ def export(trace: Trace, path: str | Path, fmt: str | None = None, *, expanded: 
     paint = paint_of(graph, vg, draw, trace.paint(vg, draw.theme))
     if kind in static.STATIC_FORMATS:
         lay = layout_view(vg, rankdir=draw.rankdir)
-        path.write_bytes(static.static_image(graph, vg, lay, kind, draw.theme, highlight=draw.highlight,
-                                             paint=paint))
+        path.write_bytes(
+            static.static_image(graph, vg, lay, kind, draw.theme, highlight=draw.highlight, paint=paint)
+        )
         return path
     path.write_text(html_page(figure_of(graph, vg, draw, paint), graph.model_name), encoding="utf-8")
     return path

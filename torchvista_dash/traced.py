@@ -12,16 +12,16 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .graph import Graph
-from .options import DEFAULT_NODE_BUDGET, ViewOptions, split_options
+from torchvista_dash.model.graph import Graph
+from torchvista_dash.model.options import DEFAULT_NODE_BUDGET, ViewOptions, split_options
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import networkx
     import plotly.graph_objects as go
 
-    from .layout.types import Layout
-    from .render.paint import Paint
-    from .view_types import VisibleGraph
+    from torchvista_dash.layout.types import Layout
+    from torchvista_dash.render.paint import Paint
+    from torchvista_dash.view.types import VisibleGraph
 
 
 class Trace:
@@ -31,8 +31,10 @@ class Trace:
         # A graph built in memory is checked as a loaded file is (a parent cycle would hang the view);
         # the tracer's and a loaded file's graphs are already known good, and their check is not paid twice.
         if not isinstance(graph, Graph):
-            raise TypeError(f"Trace needs a Graph, not {type(graph).__name__} (trace_model(model, inputs) or "
-                            f"load_trace(path) give a Trace)")
+            raise TypeError(
+                f"Trace needs a Graph, not {type(graph).__name__} (trace_model(model, inputs) or "
+                f"load_trace(path) give a Trace)"
+            )
         if not _checked:
             graph.validate()
         self.graph = graph
@@ -41,8 +43,10 @@ class Trace:
 
     def __repr__(self) -> str:
         state = "failed" if self.failed else "ok"
-        return (f"<Trace {self.graph.model_name or 'model'}: {self.graph.op_count} ops, "
-                f"{len(self.graph.module_calls)} module calls, {state}>")
+        return (
+            f"<Trace {self.graph.model_name or 'model'}: {self.graph.op_count} ops, "
+            f"{len(self.graph.module_calls)} module calls, {state}>"
+        )
 
     @property
     def failed(self) -> bool:
@@ -55,7 +59,8 @@ class Trace:
 
     @property
     def default_expanded(self) -> frozenset[str]:
-        """Calls a view opens beyond its depth when no ``expanded`` is given (a diff opens down to its changes)."""
+        """Calls a view opens beyond its depth when no ``expanded`` is given (a diff opens down to its
+        changes)."""
         return frozenset()
 
     def expanded_or_default(self, expanded: Iterable[str] | None) -> Iterable[str]:
@@ -70,7 +75,9 @@ class Trace:
             raise self.error.with_traceback(self._traceback)
         if self.graph.error is not None:  # loaded from a file: only the text survives
             err = self.graph.error
-            raise RuntimeError(f"{err.type}: {err.message}\n(traced forward pass failed; traceback:)\n{err.traceback}")
+            raise RuntimeError(
+                f"{err.type}: {err.message}\n(traced forward pass failed; traceback:)\n{err.traceback}"
+            )
 
     # ---- persistence -------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
@@ -82,9 +89,10 @@ class Trace:
     # ---- costs -------------------------------------------------------------------------
     def stats(self, as_frame: bool = False) -> Any:
         """One row per module (qualname, cls, calls, params, param_bytes, flops, output_bytes, time_ms); the
-        root ``""`` row is the model total. ``as_frame=True`` gives a pandas DataFrame (pandas must be installed).
+        root ``""`` row is the model total. ``as_frame=True`` gives a pandas DataFrame (pandas must be
+        installed).
         """
-        from .costs import STATS_KEYS, stats_rows
+        from torchvista_dash.model.costs import STATS_KEYS, stats_rows
 
         rows = stats_rows(self.graph)
         if not as_frame:
@@ -92,24 +100,37 @@ class Trace:
         try:
             import pandas as pd
         except ImportError:
-            raise ImportError("Trace.stats(as_frame=True) needs pandas (pip install pandas); "
-                              "stats() without it returns the same rows as a list of dicts") from None
+            raise ImportError(
+                "Trace.stats(as_frame=True) needs pandas (pip install pandas); "
+                "stats() without it returns the same rows as a list of dicts"
+            ) from None
         return pd.DataFrame(rows, columns=list(STATS_KEYS))
 
     # ---- views and drawing -------------------------------------------------------------
-    def view(self, depth: int | None = 1, expanded: Iterable[str] | None = None, *, fold_repeats: bool = True,
-             unfolded: Iterable[str] | None = None, show_params: bool = False,
-             node_budget: int | None = None) -> VisibleGraph:
+    def view(
+        self,
+        depth: int | None = 1,
+        expanded: Iterable[str] | None = None,
+        *,
+        fold_repeats: bool = True,
+        unfolded: Iterable[str] | None = None,
+        show_params: bool = False,
+        node_budget: int | None = None,
+    ) -> VisibleGraph:
         """What is drawn for an expand state; ``expanded`` takes ModuleCall ids or qualnames."""
-        from .view import view_of
+        from torchvista_dash.view.build import view_of
 
-        options = ViewOptions(depth=depth, fold_repeats=fold_repeats, show_params=show_params,
-                              node_budget=DEFAULT_NODE_BUDGET if node_budget is None else node_budget)
+        options = ViewOptions(
+            depth=depth,
+            fold_repeats=fold_repeats,
+            show_params=show_params,
+            node_budget=DEFAULT_NODE_BUDGET if node_budget is None else node_budget,
+        )
         return view_of(self.graph, options, self.expanded_or_default(expanded), unfolded)
 
     def layout(self, v: VisibleGraph | None = None, rankdir: str = "TB") -> Layout:
         """Node boxes, cluster boxes and edge paths for a view (the default view if none is given)."""
-        from .layout import layout_view
+        from torchvista_dash.layout import layout_view
 
         return layout_view(v if v is not None else self.view(), rankdir=rankdir)
 
@@ -118,15 +139,22 @@ class Trace:
         removed and changed modules). Colouring by cost is a drawing option (``color_by``), not this."""
         return None
 
-    def figure(self, depth: int | None = 1, expanded: Iterable[str] | None = None, *,
-               unfolded: Iterable[str] | None = None, **options: Any) -> go.Figure:
+    def figure(
+        self,
+        depth: int | None = 1,
+        expanded: Iterable[str] | None = None,
+        *,
+        unfolded: Iterable[str] | None = None,
+        **options: Any,
+    ) -> go.Figure:
         """A plotly Figure of one view, usable anywhere Plotly is.
 
         ``options``: any of ``ViewOptions`` (fold_repeats, show_params, node_budget) and ``DrawOptions``
-        (theme, rankdir, highlight, labels, details, color_by: colour boxes by "flops", "params", "bytes" or "time").
+        (theme, rankdir, highlight, labels, details, color_by: colour boxes by "flops", "params", "bytes" or
+        "time").
         """
-        from .pipeline import figure_of
-        from .view import view_of
+        from torchvista_dash.pipeline import figure_of
+        from torchvista_dash.view.build import view_of
 
         view, draw = split_options({"depth": depth, **options}, where="figure()")
         vg = view_of(self.graph, view, self.expanded_or_default(expanded), unfolded)
@@ -134,7 +162,7 @@ class Trace:
 
     def to_html(self, path: str | Path, **options: Any) -> Path:
         """A standalone HTML file (plotly.js embedded): zoom, pan and hover work offline."""
-        from .pipeline import export
+        from torchvista_dash.pipeline import export
 
         return export(self, Path(path), fmt="html", **options)
 
@@ -142,50 +170,70 @@ class Trace:
         """Write the picture to ``path``; the extension picks the format (html, svg, png, pdf, json).
 
         ``options`` are those of ``figure`` (depth, expanded, unfolded, theme, rankdir, ...) and ``fmt``."""
-        from .pipeline import export
+        from torchvista_dash.pipeline import export
 
         return export(self, Path(path), **options)
 
     def to_networkx(self, depth: int | None = None) -> networkx.MultiDiGraph:
-        """Every op as a node (``depth=None``), or module calls below ``depth`` collapsed into one node each."""
-        from .nx_export import to_networkx
+        """Every op as a node (``depth=None``), or module calls below ``depth`` collapsed into one node
+        each."""
+        from torchvista_dash.view.nx_export import to_networkx
 
         return to_networkx(self.graph, depth=depth)
 
     def show(self, mode: str = "inline", **options: Any) -> Any:
-        """Draw the interactive graph in a notebook (``inline``), print its URL (``external``) or open a ``tab``.
+        """Draw the interactive graph in a notebook (``inline``), print its URL (``external``) or open a
+        ``tab``.
 
         On a failed trace the partial graph is drawn first, then the model's exception is re-raised.
         """
-        from .app.notebook import show
+        from torchvista_dash.app.server.notebook import show
 
         return show(self, mode=mode, **options)
 
 
-def trace_model(model: Any, inputs: Any = (), kwargs: dict[str, Any] | None = None, *,
-                name: str | None = None, flops: bool = True, timing: bool = False) -> Trace:
+def trace_model(
+    model: Any,
+    inputs: Any = (),
+    kwargs: dict[str, Any] | None = None,
+    *,
+    name: str | None = None,
+    flops: bool = True,
+    timing: bool = False,
+) -> Trace:
     """Trace ``model(*inputs, **kwargs)`` once, under ``torch.no_grad()``, and restore the model afterwards.
 
     ``inputs`` is a tensor, a tuple/list of positional arguments (tensors or nested structures), a dict of
     keyword arguments (every key names a parameter of the forward: a tokenizer's output, as for
-    ``model(**batch)``), or a single dict/dataclass argument (``(batch,)`` always passes it as one). If the forward pass raises, the partial graph is returned with the failing op
+    ``model(**batch)``), or a single dict/dataclass argument (``(batch,)`` always passes it as one). If the
+    forward pass raises, the partial graph is returned with the failing op
     and its enclosing module calls marked, ``Trace.error`` holds the exception, and a warning is issued.
     ``flops`` records each op's FLOPs (PyTorch's FlopCounterMode formulas) in the same pass; ``timing=True``
     also times each op in separate runs (median of 5) for ``stats()`` and ``figure(color_by="time")``.
     """
-    from . import __version__
-    from .trace import trace_graph, user_stacklevel
+    from torchvista_dash import __version__
+    from torchvista_dash.frontends.trace import trace_graph, user_stacklevel
 
-    graph, error = trace_graph(model, inputs, kwargs, name=name, versions=(("torchvista_dash", __version__),),
-                               flops=flops, timing=timing)
+    graph, error = trace_graph(
+        model,
+        inputs,
+        kwargs,
+        name=name,
+        versions=(("torchvista_dash", __version__),),
+        flops=flops,
+        timing=timing,
+    )
     if error is not None:
         hint = ""
         if "meta tensors" in str(error):
-            hint = (" — the model reads tensor values (.item(), `if tensor:`), which meta tensors do not have; "
-                    "avoid that code path (Hugging Face: attn_implementation='eager' and pass an attention_mask) "
-                    "or trace with real tensors")
+            hint = (
+                " — the model reads tensor values (.item(), `if tensor:`), which meta tensors do not have; "
+                "avoid that code path (Hugging Face: attn_implementation='eager' and pass an attention_mask) "
+                "or trace with real tensors"
+            )
         warnings.warn(
-            f"the forward pass of {graph.model_name} raised {type(error).__name__}: {error}{hint}; returning the "
+            f"the forward pass of {graph.model_name} raised {type(error).__name__}: {error}{hint}; "
+            "returning the "
             f"partial trace (Trace.error holds the exception, Trace.raise_if_failed() re-raises it)",
             stacklevel=user_stacklevel(),
         )
@@ -197,5 +245,7 @@ def load_trace(path: str | Path, *, max_bytes: int | None = None) -> Trace:
     ``TraceFormatError``. A file over ``max_bytes`` (default: ``graph.trace_size_limit()``) is refused."""
     graph = Graph.load(path, max_bytes=max_bytes)
     if graph.error is not None:
-        warnings.warn(f"this trace's forward pass failed: {graph.error.type}: {graph.error.message}", stacklevel=2)
+        warnings.warn(
+            f"this trace's forward pass failed: {graph.error.type}: {graph.error.message}", stacklevel=2
+        )
     return Trace(graph, _checked=True)

@@ -14,7 +14,7 @@ __all__ = ["ModelGraph"]
 
 def __getattr__(name: str) -> Any:
     if name == "ModelGraph":
-        from .aio import ModelGraph
+        from torchvista_dash.app.component.aio import ModelGraph
 
         return ModelGraph
     raise AttributeError(f"module 'torchvista_dash.app' has no attribute {name!r}")

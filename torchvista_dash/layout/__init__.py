@@ -14,19 +14,56 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from ..view_types import VisibleGraph
-from .compose import Progress, clear_piece_cache, compose_layout, piece_cache_info
-from .dot import RANKDIRS, build_dot, check_rankdir, node_size, text_width, to_dot
-from .parse import spline_points
-from .run import DEFAULT_TIMEOUT, DotRun, GraphvizError, GraphvizNotFound, find_dot, run_dot
-from .stream import JsonStream
-from .types import Box, EdgePath, Layout
+from torchvista_dash.layout.composed.compose import (
+    Progress,
+    clear_piece_cache,
+    compose_layout,
+    piece_cache_info,
+)
+from torchvista_dash.layout.graphviz.run import (
+    DEFAULT_TIMEOUT,
+    DotRun,
+    GraphvizError,
+    GraphvizNotFound,
+    find_dot,
+    run_dot,
+)
+from torchvista_dash.layout.graphviz.stream import JsonStream
+from torchvista_dash.layout.single.dot import (
+    RANKDIRS,
+    build_dot,
+    check_rankdir,
+    node_size,
+    text_width,
+    to_dot,
+)
+from torchvista_dash.layout.single.parse import spline_points
+from torchvista_dash.layout.types import Box, EdgePath, Layout
+from torchvista_dash.view.types import VisibleGraph
 
 __all__ = [
-    "Box", "DEFAULT_TIMEOUT", "DotRun", "EdgePath", "GraphvizError", "GraphvizNotFound", "Layout", "Progress",
-    "RANKDIRS", "choose_method", "clear_piece_cache", "piece_cache_info", "reporting",
-    "cache_info", "clear_cache", "find_dot", "layout_view", "node_size", "run_dot",
-    "spline_points", "text_width", "to_dot",
+    "Box",
+    "DEFAULT_TIMEOUT",
+    "DotRun",
+    "EdgePath",
+    "GraphvizError",
+    "GraphvizNotFound",
+    "Layout",
+    "Progress",
+    "RANKDIRS",
+    "choose_method",
+    "clear_piece_cache",
+    "piece_cache_info",
+    "reporting",
+    "cache_info",
+    "clear_cache",
+    "find_dot",
+    "layout_view",
+    "node_size",
+    "run_dot",
+    "spline_points",
+    "text_width",
+    "to_dot",
 ]
 
 CACHE_SIZE = 64
@@ -35,7 +72,7 @@ CACHE_SIZE = 64
 # processes kept running beat a fresh one) and draws them as compactly, so only views with nothing open
 # (one box per top-level call, no cluster) take one dot run over the whole view.
 SINGLE_RUN_MAX_CLUSTERS = 0
-DOT_FORMAT = "json0"   # JSON without xdot drawing ops: a quarter of the bytes, and dot writes it faster
+DOT_FORMAT = "json0"  # JSON without xdot drawing ops: a quarter of the bytes, and dot writes it faster
 _cache: OrderedDict[tuple[VisibleGraph, str, str], Layout] = OrderedDict()
 _lock = threading.Lock()
 _stats = {"hits": 0, "misses": 0, "dot_runs": 0}
@@ -60,8 +97,14 @@ def choose_method(vg: VisibleGraph) -> str:
     return "composed" if len(vg.clusters) > SINGLE_RUN_MAX_CLUSTERS else "single"
 
 
-def layout_view(vg: VisibleGraph, rankdir: str = "TB", *, timeout: float | None = None,
-                progress: Progress | None = None, method: str = "auto") -> Layout:
+def layout_view(
+    vg: VisibleGraph,
+    rankdir: str = "TB",
+    *,
+    timeout: float | None = None,
+    progress: Progress | None = None,
+    method: str = "auto",
+) -> Layout:
     """Node boxes, cluster boxes and edge paths for ``vg`` (points, y up). Cached by (view, rankdir).
 
     ``method`` is ``single`` (one dot run over the whole view), ``composed`` (each open module laid out on its
@@ -86,10 +129,13 @@ def layout_view(vg: VisibleGraph, rankdir: str = "TB", *, timeout: float | None 
             return hit
         _stats["misses"] += 1
     gc_was_enabled = gc.isenabled()
-    gc.disable()   # building/parsing allocates 100,000s of short-lived objects: no full collection mid-click
+    gc.disable()  # building/parsing allocates 100,000s of short-lived objects: no full collection mid-click
     try:
-        lay = compose_layout(vg, rankdir, timeout=timeout, progress=progress) if method == "composed" else \
-            _single_run(vg, rankdir, timeout)
+        lay = (
+            compose_layout(vg, rankdir, timeout=timeout, progress=progress)
+            if method == "composed"
+            else _single_run(vg, rankdir, timeout)
+        )
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -103,15 +149,13 @@ def layout_view(vg: VisibleGraph, rankdir: str = "TB", *, timeout: float | None 
 
 def _single_run(vg: VisibleGraph, rankdir: str, timeout: float | None) -> Layout:
     """The whole view in one dot run (nested clusters as DOT subgraphs)."""
-    with DotRun(DOT_FORMAT, timeout) as run:   # dot starts up while the DOT is being written
+    with DotRun(DOT_FORMAT, timeout) as run:  # dot starts up while the DOT is being written
         dot, names = build_dot(vg, rankdir)
-        stream = JsonStream(vg, names, rankdir)   # reads dot's output while dot is still writing it
+        stream = JsonStream(vg, names, rankdir)  # reads dot's output while dot is still writing it
         run.feed(dot.to_string(), stream.feed)
     with _lock:
         _stats["dot_runs"] += 1
     return stream.layout()
-
-
 
 
 def cache_info() -> dict[str, Any]:
@@ -119,9 +163,16 @@ def cache_info() -> dict[str, Any]:
     piece cache's own counts (``piece_hits``, ``piece_misses``, ``piece_dot_runs``, ``piece_size``)."""
     pieces = piece_cache_info()
     with _lock:
-        return {**_stats, "dot_runs": _stats["dot_runs"] + pieces["piece_dot_runs"], "size": len(_cache),
-                "maxsize": CACHE_SIZE, "piece_hits": pieces["piece_hits"], "piece_misses": pieces["piece_misses"],
-                "piece_dot_runs": pieces["piece_dot_runs"], "piece_size": pieces["size"]}
+        return {
+            **_stats,
+            "dot_runs": _stats["dot_runs"] + pieces["piece_dot_runs"],
+            "size": len(_cache),
+            "maxsize": CACHE_SIZE,
+            "piece_hits": pieces["piece_hits"],
+            "piece_misses": pieces["piece_misses"],
+            "piece_dot_runs": pieces["piece_dot_runs"],
+            "piece_size": pieces["size"],
+        }
 
 
 def clear_cache() -> None:

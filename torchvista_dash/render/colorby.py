@@ -14,18 +14,21 @@ from typing import Any
 
 from plotly.colors import sample_colorscale
 
-from ..costs import METRIC_LABELS as LABELS
-from ..costs import METRICS, Costs, check_metric, costs_of, human
-from ..graph import Graph
-from ..view_types import VisibleGraph, VisibleNode
-from .hover import esc
-from .paint import BoxPaint, Paint
+from torchvista_dash.model.costs import METRIC_LABELS as LABELS
+from torchvista_dash.model.costs import METRICS, Costs, check_metric, costs_of, human
+from torchvista_dash.model.graph import Graph
+from torchvista_dash.render.hover import esc
+from torchvista_dash.render.paint import BoxPaint, Paint
+from torchvista_dash.view.types import VisibleGraph, VisibleNode
 
 STEPS = 9
 COLORSCALE = "YlOrRd"
-SCALE_RANGE = (0.08, 0.92)          # the part of the scale used: its palest end is hard to tell from white
-EDGE_WIDTHS = (0.8, 5.0)            # px: the lightest and the heaviest edge when colouring by bytes
-_NEUTRAL = {"light": BoxPaint("#f3f4f7", "#c3c9d3", "#6b7380"), "dark": BoxPaint("#2a2e35", "#4a515c", "#9aa3ae")}
+SCALE_RANGE = (0.08, 0.92)  # the part of the scale used: its palest end is hard to tell from white
+EDGE_WIDTHS = (0.8, 5.0)  # px: the lightest and the heaviest edge when colouring by bytes
+_NEUTRAL = {
+    "light": BoxPaint("#f3f4f7", "#c3c9d3", "#6b7380"),
+    "dark": BoxPaint("#2a2e35", "#4a515c", "#9aa3ae"),
+}
 
 
 def step_colours() -> list[str]:
@@ -35,7 +38,7 @@ def step_colours() -> list[str]:
 
 def _text_on(rgb: str) -> str:
     """Dark text on light fills, white on dark ones (relative luminance)."""
-    r, g, b = (int(float(v)) for v in rgb[rgb.index("(") + 1:rgb.index(")")].split(",")[:3])
+    r, g, b = (int(float(v)) for v in rgb[rgb.index("(") + 1 : rgb.index(")")].split(",")[:3])
     lum = 0.2126 * r + 0.7152 * g + 0.0722 * b
     return "#1b1b1b" if lum > 140 else "#ffffff"
 
@@ -53,7 +56,8 @@ def box_value(costs: Costs, graph: Graph, vn: VisibleNode, metric: str) -> float
 
 
 def colour_paint(graph: Graph, vg: VisibleGraph, metric: str, theme: str = "light") -> Paint:
-    """The Paint that colours ``vg``'s boxes by ``metric`` (flops, params, bytes, time), plus its colour bar."""
+    """The Paint that colours ``vg``'s boxes by ``metric`` (flops, params, bytes, time), plus its colour
+    bar."""
     check_metric(graph, metric)
     costs = costs_of(graph)
     total = costs.model_total(metric) or 0.0
@@ -78,14 +82,20 @@ def colour_paint(graph: Graph, vg: VisibleGraph, metric: str, theme: str = "ligh
         else:
             boxes[vid] = neutral
         hover[vid] = _share_line(name, v, total, metric)
-    for cl in vg.clusters:     # an expanded call: its total in the header's hover
+    for cl in vg.clusters:  # an expanded call: its total in the header's hover
         v = costs.of_calls((cl.id,), metric)
         if v is not None:
             hover[cl.id] = _share_line(name, v, total, metric)
     extra = (_colour_bar(vg, lo, hi, metric, colours),) if positive and vg.nodes else ()
     widths = edge_widths(vg) if metric == "bytes" else {}
-    return Paint(boxes=boxes, hover=hover, extra=extra, edge_widths=widths, title=f"coloured by {name}",
-                 legend=_legend(lo, hi, metric, colours, neutral, positive, values))
+    return Paint(
+        boxes=boxes,
+        hover=hover,
+        extra=extra,
+        edge_widths=widths,
+        title=f"coloured by {name}",
+        legend=_legend(lo, hi, metric, colours, neutral, positive, values),
+    )
 
 
 def edge_widths(vg: VisibleGraph) -> dict[tuple[str, str], float]:
@@ -97,12 +107,21 @@ def edge_widths(vg: VisibleGraph) -> dict[tuple[str, str], float]:
     lo, hi = math.log10(min(b for *_, b in sized)), math.log10(max(b for *_, b in sized))
     thin, thick = EDGE_WIDTHS
     span = hi - lo
-    return {(s, d): round(thin + (thick - thin) * ((math.log10(b) - lo) / span if span > 1e-9 else 1.0), 1)
-            for s, d, b in sized}
+    return {
+        (s, d): round(thin + (thick - thin) * ((math.log10(b) - lo) / span if span > 1e-9 else 1.0), 1)
+        for s, d, b in sized
+    }
 
 
-def _legend(lo: float, hi: float, metric: str, colours: list[str], neutral: BoxPaint, positive: list[float],
-            values: dict[str, float | None]) -> tuple[tuple[BoxPaint, str], ...]:
+def _legend(
+    lo: float,
+    hi: float,
+    metric: str,
+    colours: list[str],
+    neutral: BoxPaint,
+    positive: list[float],
+    values: dict[str, float | None],
+) -> tuple[tuple[BoxPaint, str], ...]:
     """The static picture's key: each step's colour with the value at its centre (the top one is the largest
     box's value, the bottom one the smallest's unless every box costs the same), then the neutral colour if
     some box cost nothing."""
@@ -134,13 +153,33 @@ def _colour_bar(vg: VisibleGraph, lo: float, hi: float, metric: str, colours: li
         ticks = [lo, hi]
     scale = [[i / (len(colours) - 1), c] for i, c in enumerate(colours)]
     return {
-        "type": "scatter", "name": "colorbar", "x": [None], "y": [None], "mode": "markers",
-        "hoverinfo": "skip", "showlegend": False,
-        "marker": {"color": [lo], "cmin": lo, "cmax": hi, "colorscale": scale, "showscale": True, "size": 1,
-                   "opacity": 0,
-                   "colorbar": {"title": {"text": LABELS[metric], "side": "right"}, "thickness": 12, "len": 0.6,
-                                "tickvals": ticks, "ticktext": [human(10 ** t, metric) for t in ticks],
-                                "x": 1.0, "xanchor": "right", "y": 0.5, "outlinewidth": 0}},
+        "type": "scatter",
+        "name": "colorbar",
+        "x": [None],
+        "y": [None],
+        "mode": "markers",
+        "hoverinfo": "skip",
+        "showlegend": False,
+        "marker": {
+            "color": [lo],
+            "cmin": lo,
+            "cmax": hi,
+            "colorscale": scale,
+            "showscale": True,
+            "size": 1,
+            "opacity": 0,
+            "colorbar": {
+                "title": {"text": LABELS[metric], "side": "right"},
+                "thickness": 12,
+                "len": 0.6,
+                "tickvals": ticks,
+                "ticktext": [human(10**t, metric) for t in ticks],
+                "x": 1.0,
+                "xanchor": "right",
+                "y": 0.5,
+                "outlinewidth": 0,
+            },
+        },
     }
 
 

@@ -1,4 +1,5 @@
-"""The diff's paint: added boxes in green, removed ones ghosted (dashed, faded), changed ones outlined in orange.
+"""The diff's paint: added boxes in green, removed ones ghosted (dashed, faded), changed ones outlined in
+orange.
 
 Hover shows both sides (parameters and FLOPs before → after, and what changed); a folded run whose members
 were partly added or removed says so by count ("GPT2Block ×2 → ×3: +1").
@@ -8,28 +9,36 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..costs import human
-from ..graph import Graph
-from ..view_types import VisibleGraph, VisibleNode
-from .hover import esc
-from .paint import BoxPaint, Paint
-from .style import get_theme, kind_style
+from torchvista_dash.model.costs import human
+from torchvista_dash.model.graph import Graph
+from torchvista_dash.render.hover import esc
+from torchvista_dash.render.paint import BoxPaint, Paint
+from torchvista_dash.render.style import get_theme, kind_style
+from torchvista_dash.view.types import VisibleGraph, VisibleNode
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..compare import Diff
+    from torchvista_dash.compare import Diff
 
-ADDED, REMOVED, CHANGED, SAME = "added", "removed", "changed", "same"   # Diff.status values
-_ADDED = {"light": BoxPaint("#d3f3d9", "#2f9e44", "#12391b", width=2.0),
-          "dark": BoxPaint("#1f3d26", "#51cf66", "#d3f9d8", width=2.0)}
-_REMOVED = {"light": BoxPaint("rgba(160,160,160,0.10)", "#9aa0a6", "#8a8f96", dash="dash", width=1.5),
-            "dark": BoxPaint("rgba(120,120,120,0.10)", "#6c737c", "#8a9199", dash="dash", width=1.5)}
+ADDED, REMOVED, CHANGED, SAME = "added", "removed", "changed", "same"  # Diff.status values
+_ADDED = {
+    "light": BoxPaint("#d3f3d9", "#2f9e44", "#12391b", width=2.0),
+    "dark": BoxPaint("#1f3d26", "#51cf66", "#d3f9d8", width=2.0),
+}
+_REMOVED = {
+    "light": BoxPaint("rgba(160,160,160,0.10)", "#9aa0a6", "#8a8f96", dash="dash", width=1.5),
+    "dark": BoxPaint("rgba(120,120,120,0.10)", "#6c737c", "#8a9199", dash="dash", width=1.5),
+}
 _CHANGED_LINE = {"light": "#e8590c", "dark": "#ff922b"}
 
 
 def _paints(theme: str, kind: str) -> dict[str, BoxPaint]:
     t = theme if theme in _ADDED else "light"
     ks = kind_style(get_theme(t), kind)
-    return {ADDED: _ADDED[t], REMOVED: _REMOVED[t], CHANGED: BoxPaint(ks.fill, _CHANGED_LINE[t], ks.text, width=3.0)}
+    return {
+        ADDED: _ADDED[t],
+        REMOVED: _REMOVED[t],
+        CHANGED: BoxPaint(ks.fill, _CHANGED_LINE[t], ks.text, width=3.0),
+    }
 
 
 def _status_of_box(diff: Diff, graph: Graph, vn: VisibleNode) -> tuple[str, str]:
@@ -66,7 +75,10 @@ def _side(diff: Diff, qualnames: list[str]) -> list[str]:
         b = sum(v for v in vb if v is not None) if vb and any(v is not None for v in vb) else None
         if a is None and b is None:
             continue
-        text = f"{human(a, metric) if a is not None else 'absent'} → {human(b, metric) if b is not None else 'absent'}"
+        text = (
+            f"{human(a, metric) if a is not None else 'absent'} → "
+            f"{human(b, metric) if b is not None else 'absent'}"
+        )
         if a is not None and b is not None and a != b:
             d = b - a
             text += f" ({'+' if d > 0 else '−'}{human(abs(d), metric)})"
@@ -77,15 +89,19 @@ def _side(diff: Diff, qualnames: list[str]) -> list[str]:
 def _changes_inside(diff: Diff, graph: Graph) -> dict[str, int]:
     """Call id → how many calls below it differ: a collapsed box that differs only inside is marked too."""
     inside = dict.fromkeys(graph.call_by_id, 0)
-    for call in reversed(graph.module_calls):            # children come after their parent in call order
+    for call in reversed(graph.module_calls):  # children come after their parent in call order
         if call.parent in inside:
             inside[call.parent] += inside[call.id] + (diff.status_of_call(call) != SAME)
     return inside
 
 
 def _hover(diff: Diff, status: str, count: str, qualnames: list[str], inside: int = 0) -> str:
-    head = {"added": "added in the second trace", "removed": "removed (only in the first trace)",
-            "changed": "changed", "same": "unchanged"}[status]
+    head = {
+        "added": "added in the second trace",
+        "removed": "removed (only in the first trace)",
+        "changed": "changed",
+        "same": "unchanged",
+    }[status]
     if inside and not count and status == CHANGED and not any(diff.reasons.get(q) for q in qualnames):
         head = f"changed inside: {inside} module{'s' if inside > 1 else ''} differ"
     lines = [f"<b>diff:</b> {esc(count or head)}"]
@@ -127,8 +143,11 @@ def diff_paint(diff: Diff, graph: Graph, vg: VisibleGraph, theme: str = "light")
             clusters[cl.id] = BoxPaint("rgba(0,0,0,0)", p.line, p.text, p.dash, p.width)
         hover[cl.id] = _hover(diff, status, "", [call.qualname])
     s = diff.summary()
-    title = (f"diff: +{len(s['added'])} added · −{len(s['removed'])} removed · {len(s['changed'])} changed"
-             if not diff.empty else "diff: no module differs")
+    title = (
+        f"diff: +{len(s['added'])} added · −{len(s['removed'])} removed · {len(s['changed'])} changed"
+        if not diff.empty
+        else "diff: no module differs"
+    )
     key = _paints(theme, "module")
     legend = tuple((key[k], k) for k in (ADDED, REMOVED, CHANGED))
     return Paint(boxes=boxes, clusters=clusters, hover=hover, sublabels=sublabels, title=title, legend=legend)

@@ -1,23 +1,30 @@
-"""Layout → plotly Figure: the view drawn as one SVG picture, under an invisible layer of click and hover targets.
+"""Layout → plotly Figure: the view drawn as one SVG picture, under an invisible layer of click and hover
+targets.
 
 Why a picture (measured in bench/bench_zoom.py, see the README): plotly draws text at a fixed pixel size and
 re-lays every text element on each zoom; on views of hundreds of boxes that made text either unreadable or
-spilling, and each zoom slow. The picture (``picture.py``) is plotly layout images in data coordinates (tiles of
-a big view, ``tiles.py``), so the browser scales boxes, edges and text together, and their own CSS drops detail
+spilling, and each zoom slow. The picture (``picture.py``) is plotly layout images in data coordinates (tiles
+of
+a big view, ``tiles.py``), so the browser scales boxes, edges and text together, and their own CSS drops
+detail
 as the user zooms out. No server round trip on zoom, no JavaScript.
 
-On top, in the same coordinates, plotly holds what must react (the hit layer, ``hits.py``; this figure has every
+On top, in the same coordinates, plotly holds what must react (the hit layer, ``hits.py``; this figure has
+every
 bar, the app sends only those near the viewport):
 
-- ``nodes:labels``: one invisible bar per box, exactly the box (x centre, width, base, height): a click or hover
+- ``nodes:labels``: one invisible bar per box, exactly the box (x centre, width, base, height): a click or
+hover
   anywhere inside a box, corners included, is that box. ``customdata`` is the visible id (graph node id,
   ModuleCall id of a collapsed module, ``fold:...`` id of a folded group); ``hovertext`` its details.
 - ``clusters:headers``: one invisible bar per expanded cluster over its whole header row (the ⊖ mark and the
-  header text): a click there closes it; the hover shows the whole header, also when the drawn one is shortened.
+  header text): a click there closes it; the hover shows the whole header, also when the drawn one is
+  shortened.
 - ``highlight``: an outline around a search hit.
 
 Boxes never overlap and header rows lie above their cluster's contents, so every point has at most one target.
-Coordinates are Graphviz points (y up): axis ranges, ``relayoutData`` and the app's viewport shifts all speak the
+Coordinates are Graphviz points (y up): axis ranges, ``relayoutData`` and the app's viewport shifts all speak
+the
 layout's units. Equal aspect: ``yaxis.scaleanchor = "x"``.
 """
 
@@ -30,30 +37,34 @@ from typing import Any
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from ..graph import Graph
-from ..layout.types import Box, Layout
-from ..view_types import VisibleGraph
-from . import hits, picture, shapes
-from .hover import HoverIndex, esc
-from .paint import Paint, with_sublabels
-from .style import Theme, get_theme
+from torchvista_dash.layout.types import Box, Layout
+from torchvista_dash.model.graph import Graph
+from torchvista_dash.render import hits, shapes
+from torchvista_dash.render.hover import HoverIndex, esc
+from torchvista_dash.render.paint import Paint, with_sublabels
+from torchvista_dash.render.style import Theme, get_theme
+from torchvista_dash.render.svg import picture
+from torchvista_dash.view.types import VisibleGraph
 
 # Constant uirevision: Dash keeps the user's zoom across figure updates while it stays the same.
 # The app sets ``fig.layout.uirevision`` to something else when it wants the new ranges applied.
 UIREVISION = "torchvista_dash"
 
 NOMINAL_PLOT_PX = (1100.0, 700.0)
-LABEL_PT = picture.LABEL_PT     # the font size (points) boxes are sized for by the layout
-PAD = 12.0                      # points around the graph in the initial view
+LABEL_PT = picture.LABEL_PT  # the font size (points) boxes are sized for by the layout
+PAD = 12.0  # points around the graph in the initial view
 FAILED_WINDOW = (900.0, 600.0)  # points shown around the failing op in a failed trace's initial view
 # px per point a too-big view starts at: op names and shape lines drawn, also in a plot somewhat smaller than
 # the nominal one
 START_SCALE = picture.LOD_SCALE["s"] * 1.15
-# px per point from which a view counts as readable (op names drawn) at the nominal plot size: a notch above the
-# level of detail's threshold, since real plots are smaller (about 1000 x 650 px in a 1400 x 900 window with the
+# px per point from which a view counts as readable (op names drawn) at the nominal plot size: a notch above
+# the
+# level of detail's threshold, since real plots are smaller (about 1000 x 650 px in a 1400 x 900 window with
+# the
 # details panel, 950 x 550 on a 1366 x 768 laptop): at the bare threshold CLIP's default view showed no text
 READABLE_SCALE = picture.LOD_SCALE["o"] * 1.15
-# points per side of the picture's tiles (render/tiles.py; chosen by bench/bench_zoom_parts.py, see the README)
+# points per side of the picture's tiles (render/tiles.py; chosen by bench/bench_zoom_parts.py, see the
+# README)
 TILE_PT = 1200.0
 SCROLL_CONFIG = {"scrollZoom": True, "displaylogo": False, "doubleClick": "reset"}
 
@@ -70,13 +81,15 @@ def fit_scale(bounds: Box) -> float:
 
 
 def start_window(layout: Layout, bounds: Box | None = None) -> Box | None:
-    """Where a view too big to read when fitted starts: a window on its first rank (top in TB, left in LR) at a
-    scale where op names and shape lines are drawn, fitted across the ranks when that still reads, else centred
+    """Where a view too big to read when fitted starts: a window on its first rank (top in TB, left in LR) at
+    a
+    scale where op names and shape lines are drawn, fitted across the ranks when that still reads, else
+    centred
     on the first rank's first box. ``None`` when the whole view fits the plot readably (then it starts whole).
 
     A 32-layer every-op view fitted whole is a few pixels per box and shows no text at all; users of map-like
     viewers expect to start readable and pan, with "fit to screen" one click away."""
-    bounds = _bounds(layout) if bounds is None else bounds     # the drawing's extent, when the caller has it
+    bounds = _bounds(layout) if bounds is None else bounds  # the drawing's extent, when the caller has it
     if not layout.nodes or fit_scale(bounds) >= READABLE_SCALE:
         return None
     down = layout.rankdir in ("TB", "BT")
@@ -84,12 +97,14 @@ def start_window(layout: Layout, bounds: Box | None = None) -> Box | None:
     across_px, across = (NOMINAL_PLOT_PX[0], x1 - x0) if down else (NOMINAL_PLOT_PX[1], y1 - y0)
     scale = max(START_SCALE, min(across_px / max(across, 1.0), 1.0))
     w, h = NOMINAL_PLOT_PX[0] / scale, NOMINAL_PLOT_PX[1] / scale
-    first = {"TB": lambda b: -b[3], "BT": lambda b: b[1], "LR": lambda b: b[0], "RL": lambda b: -b[2]}[layout.rankdir]
+    first = {"TB": lambda b: -b[3], "BT": lambda b: b[1], "LR": lambda b: b[0], "RL": lambda b: -b[2]}[
+        layout.rankdir
+    ]
     fb = min(layout.nodes.values(), key=lambda b: (first(b), b[0], b[1]))
     cx, cy = (fb[0] + fb[2]) / 2, (fb[1] + fb[3]) / 2
 
     def place(lo: float, hi: float, size: float, centre: float, start: float | None) -> tuple[float, float]:
-        if size >= hi - lo:                  # the whole extent fits this way: centre it
+        if size >= hi - lo:  # the whole extent fits this way: centre it
             mid = (lo + hi) / 2
             return mid - size / 2, mid + size / 2
         a = start if start is not None else min(max(centre - size / 2, lo), hi - size)
@@ -110,12 +125,15 @@ def _check(vg: VisibleGraph, layout: Layout, highlight: str | None) -> None:
             f"{' …' if len(missing) > 5 else ''}; lay out this same view (layout_view(vg)) before drawing it"
         )
     if highlight is not None and highlight not in layout.nodes and highlight not in layout.clusters:
-        raise ValueError(f"highlight={highlight!r} is not drawn in this view; pass the id of a visible node "
-                         "or expanded module (a search result inside a collapsed module: highlight that module)")
+        raise ValueError(
+            f"highlight={highlight!r} is not drawn in this view; pass the id of a visible node "
+            "or expanded module (a search result inside a collapsed module: highlight that module)"
+        )
 
 
 def _initial_ranges(graph: Graph, vg: VisibleGraph, layout: Layout, bounds: Box) -> tuple[list, list]:
-    """The whole graph, or ``start_window`` when it does not read whole; for a failed trace, a window centred on
+    """The whole graph, or ``start_window`` when it does not read whole; for a failed trace, a window centred
+    on
     the failing op (or the box that holds it): the smallest one that still shows the whole graph if its labels
     stay drawn, else ``FAILED_WINDOW``."""
     x0, y0, x1, y1 = bounds
@@ -136,22 +154,56 @@ def _initial_ranges(graph: Graph, vg: VisibleGraph, layout: Layout, bounds: Box)
     return [round(v, 1) for v in xr], [round(v, 1) for v in yr]
 
 
-def make_figure(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "light", *,
-                highlight: str | None = None, details: bool | None = None, labels: bool | None = None,
-                uirevision: Any = UIREVISION, paint: Paint | None = None, tile: float | None = TILE_PT,
-                picture_source: Callable[[str], str] = picture.data_uri) -> go.Figure:
+def make_figure(
+    graph: Graph,
+    vg: VisibleGraph,
+    layout: Layout,
+    theme: str = "light",
+    *,
+    highlight: str | None = None,
+    details: bool | None = None,
+    labels: bool | None = None,
+    uirevision: Any = UIREVISION,
+    paint: Paint | None = None,
+    tile: float | None = TILE_PT,
+    picture_source: Callable[[str], str] = picture.data_uri,
+) -> go.Figure:
     """Draw one laid-out view as a plotly Figure; every box and header row is a click target carrying its id.
     (``figure_dict``'s figure, validated by plotly; its arguments are ``figure_dict``'s.)"""
-    return go.Figure(figure_dict(graph, vg, layout, theme, highlight=highlight, details=details, labels=labels,
-                                 uirevision=uirevision, paint=paint, tile=tile, picture_source=picture_source))
+    return go.Figure(
+        figure_dict(
+            graph,
+            vg,
+            layout,
+            theme,
+            highlight=highlight,
+            details=details,
+            labels=labels,
+            uirevision=uirevision,
+            paint=paint,
+            tile=tile,
+            picture_source=picture_source,
+        )
+    )
 
 
-def figure_dict(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "light", *,
-                highlight: str | None = None, details: bool | None = None, labels: bool | None = None,
-                uirevision: Any = UIREVISION, paint: Paint | None = None, tile: float | None = TILE_PT,
-                picture_source: Callable[[str], str] = picture.data_uri) -> dict[str, Any]:
+def figure_dict(
+    graph: Graph,
+    vg: VisibleGraph,
+    layout: Layout,
+    theme: str = "light",
+    *,
+    highlight: str | None = None,
+    details: bool | None = None,
+    labels: bool | None = None,
+    uirevision: Any = UIREVISION,
+    paint: Paint | None = None,
+    tile: float | None = TILE_PT,
+    picture_source: Callable[[str], str] = picture.data_uri,
+) -> dict[str, Any]:
     """``make_figure``'s figure as plain JSON-able dicts (``{"data", "layout"}``), not validated: what the app
-    sends (building and validating a ``go.Figure`` of an 80-layer view, then reading it back as dicts, cost the
+    sends (building and validating a ``go.Figure`` of an 80-layer view, then reading it back as dicts, cost
+    the
     app's cold first figure about 1.9 s).
 
     ``highlight`` outlines one visible node or expanded cluster (a search hit). ``labels=False`` draws no text
@@ -171,38 +223,100 @@ def figure_dict(graph: Graph, vg: VisibleGraph, layout: Layout, theme: str = "li
     xr, yr = _initial_ranges(graph, vg, layout, bounds)
     show_labels = labels is not False
     show_details = details is not False
-    pieces = picture.picture_pieces(vg, layout, th, ext, labels=show_labels, details=show_details, paint=paint,
-                                    tile=tile)
+    pieces = picture.picture_pieces(
+        vg, layout, th, ext, labels=show_labels, details=show_details, paint=paint, tile=tile
+    )
     hov = HoverIndex(graph, vg)
-    traces = hits.hit_traces(vg, layout, hov, paint) + _highlight_trace(layout, highlight, th) + list(paint.extra)
+    traces = (
+        hits.hit_traces(vg, layout, hov, paint) + _highlight_trace(layout, highlight, th) + list(paint.extra)
+    )
     notes = list(vg.notes) + ([paint.title] if paint.title else [])
     fig_layout: dict[str, Any] = {
-        "template": _template(th.template), "showlegend": False, "hovermode": "closest", "dragmode": "pan",
-        "clickmode": "event", "margin": {"l": 4, "r": 4, "t": 4, "b": 4}, "uirevision": uirevision,
-        "barmode": "overlay", "paper_bgcolor": th.paper, "plot_bgcolor": th.paper,
+        "template": _template(th.template),
+        "showlegend": False,
+        "hovermode": "closest",
+        "dragmode": "pan",
+        "clickmode": "event",
+        "margin": {"l": 4, "r": 4, "t": 4, "b": 4},
+        "uirevision": uirevision,
+        "barmode": "overlay",
+        "paper_bgcolor": th.paper,
+        "plot_bgcolor": th.paper,
         "hoverlabel": {"align": "left", "font": {"size": 12}},
         "xaxis": {"range": xr, "visible": False, "showgrid": False, "zeroline": False},
-        "yaxis": {"range": yr, "visible": False, "showgrid": False, "zeroline": False,
-                  "scaleanchor": "x", "scaleratio": 1},
-        "images": [{"source": picture_source(p.svg), "xref": "x", "yref": "y", "x": p.box[0], "y": p.box[3],
-                    "sizex": round(p.box[2] - p.box[0], 1), "sizey": round(p.box[3] - p.box[1], 1),
-                    "xanchor": "left", "yanchor": "top", "sizing": "stretch", "layer": "below", "name": "picture"}
-                   for p in pieces],
-        "meta": {"torchvista_dash": {"bounds": [round(v, 1) for v in bounds], "picture": [round(v, 1) for v in ext],
-                                     "lod": dict(picture.LOD_SCALE), "details": show_details,
-                                     "labels": show_labels, "notes": notes,
-                                     "boxes": len(vg.nodes), "clusters": len(vg.clusters)}},
+        "yaxis": {
+            "range": yr,
+            "visible": False,
+            "showgrid": False,
+            "zeroline": False,
+            "scaleanchor": "x",
+            "scaleratio": 1,
+        },
+        "images": [
+            {
+                "source": picture_source(p.svg),
+                "xref": "x",
+                "yref": "y",
+                "x": p.box[0],
+                "y": p.box[3],
+                "sizex": round(p.box[2] - p.box[0], 1),
+                "sizey": round(p.box[3] - p.box[1], 1),
+                "xanchor": "left",
+                "yanchor": "top",
+                "sizing": "stretch",
+                "layer": "below",
+                "name": "picture",
+            }
+            for p in pieces
+        ],
+        "meta": {
+            "torchvista_dash": {
+                "bounds": [round(v, 1) for v in bounds],
+                "picture": [round(v, 1) for v in ext],
+                "lod": dict(picture.LOD_SCALE),
+                "details": show_details,
+                "labels": show_labels,
+                "notes": notes,
+                "boxes": len(vg.nodes),
+                "clusters": len(vg.clusters),
+            }
+        },
     }
-    annotations = [{
-        "text": esc(" · ".join(notes)), "xref": "paper", "yref": "paper", "x": 0, "y": 1,
-        "xanchor": "left", "yanchor": "top", "showarrow": False, "font": {"size": 11, "color": th.muted},
-    }] if notes else []
-    if paint.legend and not paint.extra:      # a diff's key (colour by cost has its colour bar instead)
-        annotations.append({
-            "text": "   ".join(f'<span style="color:{esc(bp.line)}">■</span> {esc(text)}' for bp, text in paint.legend),
-            "xref": "paper", "yref": "paper", "x": 1, "y": 1, "xanchor": "right", "yanchor": "top", "name": "key",
-            "showarrow": False, "font": {"size": 12, "color": th.muted}, "bgcolor": th.paper,
-        })
+    annotations = (
+        [
+            {
+                "text": esc(" · ".join(notes)),
+                "xref": "paper",
+                "yref": "paper",
+                "x": 0,
+                "y": 1,
+                "xanchor": "left",
+                "yanchor": "top",
+                "showarrow": False,
+                "font": {"size": 11, "color": th.muted},
+            }
+        ]
+        if notes
+        else []
+    )
+    if paint.legend and not paint.extra:  # a diff's key (colour by cost has its colour bar instead)
+        annotations.append(
+            {
+                "text": "   ".join(
+                    f'<span style="color:{esc(bp.line)}">■</span> {esc(text)}' for bp, text in paint.legend
+                ),
+                "xref": "paper",
+                "yref": "paper",
+                "x": 1,
+                "y": 1,
+                "xanchor": "right",
+                "yanchor": "top",
+                "name": "key",
+                "showarrow": False,
+                "font": {"size": 12, "color": th.muted},
+                "bgcolor": th.paper,
+            }
+        )
     if annotations:
         fig_layout["annotations"] = annotations
     return {"data": traces, "layout": fig_layout}
@@ -221,7 +335,18 @@ def _highlight_trace(layout: Layout, highlight: str | None, th: Theme) -> list[d
     box = layout.nodes.get(highlight) or layout.clusters[highlight]
     hx: list = []
     hy: list = []
-    shapes.append_path(hx, hy, shapes.rounded_box((box[0] - 3, box[1] - 3, box[2] + 3, box[3] + 3), 6.0),
-                       close=True)
-    return [{"type": "scatter", "name": "highlight", "x": hx, "y": hy, "mode": "lines",
-             "line": {"color": th.highlight, "width": 3.5}, "hoverinfo": "skip", "showlegend": False}]
+    shapes.append_path(
+        hx, hy, shapes.rounded_box((box[0] - 3, box[1] - 3, box[2] + 3, box[3] + 3), 6.0), close=True
+    )
+    return [
+        {
+            "type": "scatter",
+            "name": "highlight",
+            "x": hx,
+            "y": hy,
+            "mode": "lines",
+            "line": {"color": th.highlight, "width": 3.5},
+            "hoverinfo": "skip",
+            "showlegend": False,
+        }
+    ]

@@ -1,4 +1,5 @@
-"""The hit layer: invisible bars over every box and header row (clicks and hover anywhere on them), and the part
+"""The hit layer: invisible bars over every box and header row (clicks and hover anywhere on them), and the
+part
 of it worth sending for one viewport.
 
 Plotly redraws every bar at every relayout, on screen or not (measured: 342 ms of a 352 ms zoom step at 5,600
@@ -15,22 +16,23 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..layout.types import Box, Layout
-from ..view_types import VisibleGraph
-from .hover import HoverIndex
-from .paint import Paint
+from torchvista_dash.layout.types import Box, Layout
+from torchvista_dash.render.hover import HoverIndex
+from torchvista_dash.render.paint import Paint
+from torchvista_dash.view.types import VisibleGraph
 
-NODES = "nodes:labels"          # one bar per box, exactly the box
-HEADERS = "clusters:headers"    # one bar per expanded cluster, its whole header row
+NODES = "nodes:labels"  # one bar per box, exactly the box
+HEADERS = "clusters:headers"  # one bar per expanded cluster, its whole header row
 HIT_TRACES = (NODES, HEADERS)
-HEADER_ROW = 20.0               # points: a cluster's header row (the layout leaves about 26 above its contents)
+HEADER_ROW = 20.0  # points: a cluster's header row (the layout leaves about 26 above its contents)
 _HIDDEN = "rgba(0,0,0,0)"
 # the per-bar arrays of a hit trace, all culled alike
 _ARRAYS = ("x", "width", "base", "y", "customdata", "hovertext")
 
 
 def header_rows(vg: VisibleGraph, layout: Layout) -> dict[str, Box]:
-    """Each expanded cluster's header row: its full width, from its top edge down to just above its contents."""
+    """Each expanded cluster's header row: its full width, from its top edge down to just above its
+    contents."""
     tops: dict[str, float] = {}
     for vid, parent in layout.parent.items():
         box = layout.nodes.get(vid) or layout.clusters.get(vid)
@@ -49,11 +51,19 @@ def header_rows(vg: VisibleGraph, layout: Layout) -> dict[str, Box]:
 def bars(name: str, boxes: list[Box], ids: list[str], hover: list[str]) -> dict[str, Any]:
     """Invisible bars exactly covering ``boxes``: plotly's hover finds the bar the pointer is inside."""
     return {
-        "type": "bar", "name": name, "orientation": "v",
-        "x": [round((b[0] + b[2]) / 2, 2) for b in boxes], "width": [round(b[2] - b[0], 2) for b in boxes],
-        "base": [round(b[1], 2) for b in boxes], "y": [round(b[3] - b[1], 2) for b in boxes],
-        "marker": {"color": _HIDDEN, "line": {"width": 0}}, "textposition": "none",
-        "hovertext": hover, "hoverinfo": "text", "customdata": ids, "showlegend": False,
+        "type": "bar",
+        "name": name,
+        "orientation": "v",
+        "x": [round((b[0] + b[2]) / 2, 2) for b in boxes],
+        "width": [round(b[2] - b[0], 2) for b in boxes],
+        "base": [round(b[1], 2) for b in boxes],
+        "y": [round(b[3] - b[1], 2) for b in boxes],
+        "marker": {"color": _HIDDEN, "line": {"width": 0}},
+        "textposition": "none",
+        "hovertext": hover,
+        "hoverinfo": "text",
+        "customdata": ids,
+        "showlegend": False,
     }
 
 
@@ -61,12 +71,24 @@ def hit_traces(vg: VisibleGraph, layout: Layout, hov: HoverIndex, paint: Paint) 
     """Every box's and every header row's bar (``NODES``, then ``HEADERS``; a trace only when it has bars)."""
     out = []
     if vg.nodes:
-        out.append(bars(NODES, [layout.nodes[vn.id] for vn in vg.nodes], [vn.id for vn in vg.nodes],
-                        [paint.hover_of(vn.id, hov.node_text(vn)) for vn in vg.nodes]))
+        out.append(
+            bars(
+                NODES,
+                [layout.nodes[vn.id] for vn in vg.nodes],
+                [vn.id for vn in vg.nodes],
+                [paint.hover_of(vn.id, hov.node_text(vn)) for vn in vg.nodes],
+            )
+        )
     if vg.clusters:
         rows = header_rows(vg, layout)
-        out.append(bars(HEADERS, [rows[c.id] for c in vg.clusters], [c.id for c in vg.clusters],
-                        [paint.hover_of(c.id, hov.cluster_text(c)) for c in vg.clusters]))
+        out.append(
+            bars(
+                HEADERS,
+                [rows[c.id] for c in vg.clusters],
+                [c.id for c in vg.clusters],
+                [paint.hover_of(c.id, hov.cluster_text(c)) for c in vg.clusters],
+            )
+        )
     return out
 
 
@@ -79,14 +101,18 @@ def count(data: list[dict[str, Any]]) -> int:
     return sum(len(t.get("x") or ()) for t in data if is_hit_trace(t))
 
 
-def cull(data: list[dict[str, Any]], view: Box, floor: float, cap: int, pads: tuple[float, ...] = (1.0, 0.25)
-         ) -> tuple[list[dict[str, Any]], Box, float, bool]:
-    """The hit traces of ``data`` cut down to the bars that overlap ``view`` widened by ``pads[0]`` viewports on
+def cull(
+    data: list[dict[str, Any]], view: Box, floor: float, cap: int, pads: tuple[float, ...] = (1.0, 0.25)
+) -> tuple[list[dict[str, Any]], Box, float, bool]:
+    """The hit traces of ``data`` cut down to the bars that overlap ``view`` widened by ``pads[0]`` viewports
+    on
     each side and whose shorter side is at least ``floor`` points: (new data, the window they cover, the floor
     kept, whether ``cap`` cut them).
 
-    At most ``cap`` bars: past it the window narrows to the next of ``pads``, then the floor rises (the biggest
-    bars stay; bars tied at the cut all go). So whatever the view's size the bars sent are bounded, and what they
+    At most ``cap`` bars: past it the window narrows to the next of ``pads``, then the floor rises (the
+    biggest
+    bars stay; bars tied at the cut all go). So whatever the view's size the bars sent are bounded, and what
+    they
     cover is always "every bar overlapping the window whose shorter side is at least the floor kept". Other
     traces are returned as they are.
     """
@@ -130,8 +156,9 @@ def _overlapping(data: list[dict[str, Any]], window: Box, floor: float) -> dict[
         if not is_hit_trace(trace):
             continue
         kept = []
-        for j, (x, bw, base, bh) in enumerate(zip(trace["x"], trace["width"], trace["base"], trace["y"],
-                                                  strict=True)):
+        for j, (x, bw, base, bh) in enumerate(
+            zip(trace["x"], trace["width"], trace["base"], trace["y"], strict=True)
+        ):
             side = bw if bw < bh else bh
             if side >= floor and x + bw / 2 >= wx0 and x - bw / 2 <= wx1 and base + bh >= wy0 and base <= wy1:
                 kept.append((j, side))

@@ -10,8 +10,8 @@ import html
 import textwrap
 from collections.abc import Iterable
 
-from ..graph import Graph, ModuleCall, Node, TensorMeta, meta_text, numel, shown_args
-from ..view_types import Cluster, VisibleEdge, VisibleGraph, VisibleNode
+from torchvista_dash.model.graph import Graph, ModuleCall, Node, TensorMeta, meta_text, numel, shown_args
+from torchvista_dash.view.types import Cluster, VisibleEdge, VisibleGraph, VisibleNode
 
 MAX_LINE = 90
 MAX_ERROR_CHARS = 700
@@ -24,7 +24,7 @@ def esc(text: str) -> str:
 def wrap(text: str, width: int = MAX_LINE, limit: int = MAX_ERROR_CHARS) -> str:
     """Escape and wrap free text (error messages, source lines) for a hover label."""
     text = str(text)
-    if len(text) <= width and "\n" not in text:     # most are one short line: no textwrap (thousands per figure)
+    if len(text) <= width and "\n" not in text:  # most are one short line: no textwrap (thousands per figure)
         return esc(text)
     if len(text) > limit:
         text = text[: limit - 1] + "…"

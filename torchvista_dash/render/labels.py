@@ -1,10 +1,13 @@
-"""The picture's text: how big each kind of label is, where the level of detail drops it, how it is shortened to
+"""The picture's text: how big each kind of label is, where the level of detail drops it, how it is shortened
+to
 its room, and which labels are drawn at all so that none covers another, a box or a header.
 
 Box labels and headers are shortened with "…" to the room the layout sized for (``fit_text``, the layout's own
-glyph estimate). Edge labels keep Graphviz's place, and one that would cover a box, a header or an earlier edge
+glyph estimate). Edge labels keep Graphviz's place, and one that would cover a box, a header or an earlier
+edge
 label is left out (``edge_labels``: Graphviz can set two edges' labels on top of each other). Zoomed out,
-map-style overview labels name the modules (``place_overview``): per band of zoom, a closed module's name inside
+map-style overview labels name the modules (``place_overview``): per band of zoom, a closed module's name
+inside
 its box, an open one's on the highest of its rows free of boxes, inner clusters and names placed before, else
 just above it, else level with its top beside it or beside its parent, else not at all.
 """
@@ -15,40 +18,52 @@ import html
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from ..layout.dot import CHAR_WIDTH
-from ..layout.types import Box, EdgePath, Layout
-from ..view_types import VisibleGraph
-from .style import CLOSE_MARK
+from torchvista_dash.layout.single.dot import CHAR_WIDTH
+from torchvista_dash.layout.types import Box, EdgePath, Layout
+from torchvista_dash.render.style import CLOSE_MARK
+from torchvista_dash.view.types import VisibleGraph
 
 FONT_FAMILY = "Helvetica, Arial, 'Liberation Sans', 'DejaVu Sans', sans-serif"
-LABEL_PT = 11.0        # the layout sizes boxes for labels at this size (layout/dot.py FONT_SIZE)
+LABEL_PT = 11.0  # the layout sizes boxes for labels at this size (layout/dot.py FONT_SIZE)
 SUB_PT = 9.0
-HEADER_PT = 10.0       # the layout reserves cluster headers for this size
+HEADER_PT = 10.0  # the layout reserves cluster headers for this size
 EDGE_PT = 8.0
-CHAR_EM = CHAR_WIDTH   # the layout's glyph width estimate (em): text is shortened to the room it sized for
-TEXT_PAD = 4.0         # points kept free on each side of a label inside its box
-HEADER_INSET = 6.0     # header text: points right of the cluster's left edge
-HEADER_BASE = 13.0     # header baseline: points below the cluster's top edge
+CHAR_EM = CHAR_WIDTH  # the layout's glyph width estimate (em): text is shortened to the room it sized for
+TEXT_PAD = 4.0  # points kept free on each side of a label inside its box
+HEADER_INSET = 6.0  # header text: points right of the cluster's left edge
+HEADER_BASE = 13.0  # header baseline: points below the cluster's top edge
 
-# Level of detail: the smallest scale (px per point) at which each class of text is drawn, chosen by its size on
-# screen: shape lines (9 pt) from about 7 px, op names (11 pt) from 8 px, module names and headers (10 pt) from
-# 7 px; smaller text is not readable, so it is not drawn. Below that, overview labels take over (``overview``).
-LOD_SCALE: dict[str, float] = {"s": 0.8, "o": 0.72, "m": 0.7}   # shape lines + edge labels, op names, modules
-OVERVIEW_PX = 11.0     # an overview label's size on screen at the low end of its band (up to √2 times that)
-OVERVIEW_STEP = 2 ** 0.5
-OVERVIEW_MIN_PX = 300.0   # overview bands go down to the zoom where the whole picture is this many pixels
+# Level of detail: the smallest scale (px per point) at which each class of text is drawn, chosen by its size
+# on
+# screen: shape lines (9 pt) from about 7 px, op names (11 pt) from 8 px, module names and headers (10 pt)
+# from
+# 7 px; smaller text is not readable, so it is not drawn. Below that, overview labels take over
+# (``overview``).
+LOD_SCALE: dict[str, float] = {"s": 0.8, "o": 0.72, "m": 0.7}  # shape lines + edge labels, op names, modules
+OVERVIEW_PX = 11.0  # an overview label's size on screen at the low end of its band (up to √2 times that)
+OVERVIEW_STEP = 2**0.5
+OVERVIEW_MIN_PX = 300.0  # overview bands go down to the zoom where the whole picture is this many pixels
 OVERVIEW_BANDS = 18
-OVERVIEW_ROWS = 12     # rows (half a label's height apart) tried from a region's top for its overview label
-MAX_TEXT_PX = 24.0     # a main label stops growing at about this many pixels
+OVERVIEW_ROWS = 12  # rows (half a label's height apart) tried from a region's top for its overview label
+MAX_TEXT_PX = 24.0  # a main label stops growing at about this many pixels
 TEXT_BANDS = (2.0, 2.8, 4.0, 5.6, 8.0, 11.0, 16.0, 22.0, 32.0)
 
-_n = "{:.1f}".format    # SVG numbers: one decimal (a tenth of a point), formatted fast (tens of thousands)
+_n = "{:.1f}".format  # SVG numbers: one decimal (a tenth of a point), formatted fast (tens of thousands)
 
 # Bold sans-serif advance widths (em, Helvetica / Liberation Sans Bold), for overview labels: a wide glyph
 # estimate would drop names that fit, a narrow one would let them collide.
-_BOLD = {**dict.fromkeys("ijl.,:;'|!", 0.28), **dict.fromkeys("ftI()[] ", 0.34), "r": 0.39,
-         **dict.fromkeys("mMW", 0.89), "w": 0.78, **dict.fromkeys("ABCDEGHKNOQRSUVXY", 0.74),
-         **dict.fromkeys("FLPTZJ", 0.62), "…": 1.0, "⊖": 0.8, "⊕": 0.8}
+_BOLD = {
+    **dict.fromkeys("ijl.,:;'|!", 0.28),
+    **dict.fromkeys("ftI()[] ", 0.34),
+    "r": 0.39,
+    **dict.fromkeys("mMW", 0.89),
+    "w": 0.78,
+    **dict.fromkeys("ABCDEGHKNOQRSUVXY", 0.74),
+    **dict.fromkeys("FLPTZJ", 0.62),
+    "…": 1.0,
+    "⊖": 0.8,
+    "⊕": 0.8,
+}
 
 
 def bold_em(text: str) -> float:
@@ -57,7 +72,8 @@ def bold_em(text: str) -> float:
 
 
 def fit_text(text: str, width_pt: float, size_pt: float) -> str:
-    """``text`` shortened with "…" so that it fits ``width_pt`` at ``size_pt`` (the layout's glyph estimate)."""
+    """``text`` shortened with "…" so that it fits ``width_pt`` at ``size_pt`` (the layout's glyph
+    estimate)."""
     room = int(max(width_pt, 0.0) / (size_pt * CHAR_EM))
     if len(text) <= room:
         return text
@@ -112,8 +128,11 @@ class Boxes:
         return any(_meets(b, r) for key in self._keys(r) for b in self.grid.get(key, ()))
 
 
-def edge_labels(edges: Iterable[EdgePath], nodes: Boxes, headers: Iterable[Box]) -> list[tuple[Box, EdgePath]]:
-    """The edge labels drawn, each with where it lies: in layout order, those that cover no box (``nodes``), no
+def edge_labels(
+    edges: Iterable[EdgePath], nodes: Boxes, headers: Iterable[Box]
+) -> list[tuple[Box, EdgePath]]:
+    """The edge labels drawn, each with where it lies: in layout order, those that cover no box (``nodes``),
+    no
     header and no edge label drawn before them."""
     taken = Boxes(40.0, headers)
     out: list[tuple[Box, EdgePath]] = []
@@ -146,13 +165,13 @@ def _names(label: str, parent_label: str | None) -> list[str]:
     """An overview label's candidates, longest first: the whole label, its qualname, the qualname below its
     parent's (``self_attn`` inside ``layers.0``)."""
     qual, _, cls = label.partition(": ")
-    if qual.startswith("("):          # the root, "(root): GridNet": its class name
+    if qual.startswith("("):  # the root, "(root): GridNet": its class name
         return [cls] if cls else [label]
     out = [label, qual]
     if parent_label is not None:
         pq = parent_label.split(": ")[0] + "."
         if qual.startswith(pq) and len(qual) > len(pq):
-            out.append(qual[len(pq):])
+            out.append(qual[len(pq) :])
     return list(dict.fromkeys(out))
 
 
@@ -167,12 +186,12 @@ class _Few(NamedTuple):
 
 class _Region(NamedTuple):
     depth: int
-    box: Box          # the module's cluster, or its closed box
-    outers: tuple[Box, ...]   # the clusters it is in, innermost first, and the canvas
-    kids: tuple[Boxes | _Few, ...]   # what lies directly in it (boxes, clusters), then directly in each outer
+    box: Box  # the module's cluster, or its closed box
+    outers: tuple[Box, ...]  # the clusters it is in, innermost first, and the canvas
+    kids: tuple[Boxes | _Few, ...]  # what lies directly in it (boxes, clusters), then directly in each outer
     names: list[str]
     ems: list[float]  # their widths in em (bold)
-    closed: bool      # a closed module box (its label goes inside it, over nothing else)
+    closed: bool  # a closed module box (its label goes inside it, over nothing else)
 
 
 def _free_x(lo: float, hi: float, need: float, blocks: list[Box]) -> float | None:
@@ -205,16 +224,19 @@ class Placed(NamedTuple):
     text: str
 
 
-def place_overview(vg: VisibleGraph, layout: Layout, ext: Box
-                   ) -> tuple[list[Placed], list[tuple[int, float, float]]]:
+def place_overview(
+    vg: VisibleGraph, layout: Layout, ext: Box
+) -> tuple[list[Placed], list[tuple[int, float, float]]]:
     """Where the overview labels go, and per band ``(index, low, high)``: the scales (px per point) between
     which its labels are drawn.
 
-    Per band of zoom (each √2 wide, from the module-name threshold down), the modules that have room for a name
+    Per band of zoom (each √2 wide, from the module-name threshold down), the modules that have room for a
+    name
     at ``OVERVIEW_PX``–√2× that on screen, shallow ones first, the longest form that fits: a closed module box
     holds its name inside itself; an open cluster's name goes on the highest of its rows free of boxes, of the
     clusters inside it and of the names already placed, else just above the cluster (within its parent), else
-    level with its top right of it or right of its parent, clear of other clusters, else nowhere. Each place is
+    level with its top right of it or right of its parent, clear of other clusters, else nowhere. Each place
+    is
     tried with every form of the name before the next place. A module smaller than its name is not named."""
     w, h = ext[2] - ext[0], ext[3] - ext[1]
     bands = overview_bands(w, h)
@@ -222,7 +244,8 @@ def place_overview(vg: VisibleGraph, layout: Layout, ext: Box
         return [], []
     labels = {c.id: c.label for c in vg.clusters}
     depth = cluster_depths(vg, layout)
-    # what lies directly in each cluster (None: on the canvas): everything deeper lies in one of those clusters,
+    # what lies directly in each cluster (None: on the canvas): everything deeper lies in one of those
+    # clusters,
     # so a name clear of these is clear of every box and cluster there
     lists: dict[str | None, list[Box]] = {}
     for vid, box in (*layout.nodes.items(), *layout.clusters.items()):
@@ -239,23 +262,44 @@ def place_overview(vg: VisibleGraph, layout: Layout, ext: Box
             outer.append(layout.clusters[parent])
             inner.append(kids.get(parent, nothing))
             parent = layout.parent.get(parent)
-        return _Region(d, box, (*outer, ext), (*inner, kids.get(None, nothing)), names, [bold_em(t) for t in names],
-                       closed)
+        return _Region(
+            d,
+            box,
+            (*outer, ext),
+            (*inner, kids.get(None, nothing)),
+            names,
+            [bold_em(t) for t in names],
+            closed,
+        )
 
-    regions = [region(cl.id, layout.clusters[cl.id], cl.parent, False, depth[cl.id], cl.label) for cl in vg.clusters]
-    regions += [region(vn.id, layout.nodes[vn.id], vn.parent, True, depth.get(vn.parent, -1) + 1 if vn.parent else 0,
-                       vn.label) for vn in vg.nodes if vn.kind in ("module", "folded")]
+    regions = [
+        region(cl.id, layout.clusters[cl.id], cl.parent, False, depth[cl.id], cl.label) for cl in vg.clusters
+    ]
+    regions += [
+        region(
+            vn.id,
+            layout.nodes[vn.id],
+            vn.parent,
+            True,
+            depth.get(vn.parent, -1) + 1 if vn.parent else 0,
+            vn.label,
+        )
+        for vn in vg.nodes
+        if vn.kind in ("module", "folded")
+    ]
     regions.sort(key=lambda r: (r.depth, -r.box[3], r.box[0]))
     out: list[Placed] = []
     ranges: list[tuple[int, float, float]] = []
-    blocked: set[tuple[int, int, int]] = set()    # (region, place, name) with no room at a size: none at larger ones
+    blocked: set[tuple[int, int, int]] = (
+        set()
+    )  # (region, place, name) with no room at a size: none at larger ones
     hi = LOD_SCALE["m"]
     for k, s in enumerate(bands):
-        f = OVERVIEW_PX / s          # the font size in points that is OVERVIEW_PX on screen at the band's low end
-        hgt, m = f * 1.3, 3.0 / s     # a line's height; the halo, 3 px
+        f = OVERVIEW_PX / s  # the font size in points that is OVERVIEW_PX on screen at the band's low end
+        hgt, m = f * 1.3, 3.0 / s  # a line's height; the halo, 3 px
         taken = Boxes(hgt * 4)
         for ri, r in enumerate(regions):
-            if r.box[3] - r.box[1] < hgt:      # a name never stands for a region smaller than itself
+            if r.box[3] - r.box[1] < hgt:  # a name never stands for a region smaller than itself
                 continue
             # the first place that holds a form of its name, the longest form there
             found = None
@@ -282,7 +326,7 @@ def place_overview(vg: VisibleGraph, layout: Layout, ext: Box
     return out, ranges
 
 
-BLOCKED: Box = (0.0, 0.0, 0.0, 0.0)    # no room for a name of that size among the boxes and clusters alone
+BLOCKED: Box = (0.0, 0.0, 0.0, 0.0)  # no room for a name of that size among the boxes and clusters alone
 
 
 def _inside(r: _Region, tw: float, hgt: float, m: float, taken: Boxes) -> Box | None:
@@ -293,7 +337,7 @@ def _inside(r: _Region, tw: float, hgt: float, m: float, taken: Boxes) -> Box | 
     x0, y0, x1, y1 = r.box
     if tw + 2 * m > x1 - x0:
         return BLOCKED
-    if r.closed:        # inside its own box, which nothing else covers: only other names can be in the way
+    if r.closed:  # inside its own box, which nothing else covers: only other names can be in the way
         if y1 - y0 < hgt:
             return BLOCKED
         cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
@@ -316,8 +360,9 @@ def _inside(r: _Region, tw: float, hgt: float, m: float, taken: Boxes) -> Box | 
     return None if room else BLOCKED
 
 
-def _outside(r: _Region, ri: int, f: float, hgt: float, m: float, taken: Boxes,
-             blocked: set[tuple[int, int, int]]) -> tuple[str, float, Box] | None:
+def _outside(
+    r: _Region, ri: int, f: float, hgt: float, m: float, taken: Boxes, blocked: set[tuple[int, int, int]]
+) -> tuple[str, float, Box] | None:
     """An open cluster's name outside it: just above it within its parent, else level with its top right of
     it within its parent, else right of its parent (a stack of layers as wide as their parent: their names in
     the margin beside it); clear of names and of what lies in that parent. A place that the boxes and clusters
@@ -326,8 +371,10 @@ def _outside(r: _Region, ri: int, f: float, hgt: float, m: float, taken: Boxes,
     x0, _, x1, y1 = r.box
     # (left edge, top, the cluster it lies in, what lies directly there): above it, then beside it, its parent
     places = [(x0, y1 + m + hgt, r.outers[0], r.kids[1])]
-    places += [(edge[2], y1 - m, within, inside)
-               for edge, within, inside in zip((r.box, *r.outers[:-1]), r.outers[:2], r.kids[1:3], strict=False)]
+    places += [
+        (edge[2], y1 - m, within, inside)
+        for edge, within, inside in zip((r.box, *r.outers[:-1]), r.outers[:2], r.kids[1:3], strict=False)
+    ]
     for pi, (left, top, within, inside) in enumerate(places):
         for ni, em in enumerate(r.ems):
             if (ri, pi, ni) in blocked:
@@ -344,9 +391,15 @@ def _outside(r: _Region, ri: int, f: float, hgt: float, m: float, taken: Boxes,
 
 
 def _fits(rect: Box, within: Box, inside: Boxes | _Few, own: Box, m: float) -> bool:
-    """A name set at ``rect`` for the region ``own``, outside it: inside ``within``, clear of what lies directly
+    """A name set at ``rect`` for the region ``own``, outside it: inside ``within``, clear of what lies
+    directly
     in ``within`` (``inside``: boxes and clusters) but for what holds ``own``."""
-    if rect[0] < within[0] + m or rect[2] > within[2] - m or rect[1] < within[1] + m or rect[3] > within[3] - m:
+    if (
+        rect[0] < within[0] + m
+        or rect[2] > within[2] - m
+        or rect[1] < within[1] + m
+        or rect[3] > within[3] - m
+    ):
         return False
     clear = (rect[0] - m, rect[1] - m, rect[2] + m, rect[3] + m)
     return all(_holds(b, own) for b in inside.meeting(clear))
@@ -355,13 +408,22 @@ def _fits(rect: Box, within: Box, inside: Boxes | _Few, own: Box, m: float) -> b
 def overview_css(ranges: list[tuple[int, float, float]]) -> Callable[[float], str]:
     """The overview labels' CSS for an image ``vw`` points wide: band k's labels (class ``o{k}``) are drawn
     between its scales, at ``OVERVIEW_PX`` on screen at the band's low end, with a 3 px halo."""
-    fixed = ".ov{display:none;font-weight:bold;text-anchor:start;dominant-baseline:central;paint-order:stroke;" \
-            "stroke-linejoin:round}" + "".join(f".o{k}{{font-size:{_n(OVERVIEW_PX / lo)}px;stroke-width:{_n(6.0 / lo)}px}}"
-                                               for k, lo, _ in ranges)
+    fixed = (
+        ".ov{display:none;font-weight:bold;text-anchor:start;dominant-baseline:central;paint-order:stroke;"
+        "stroke-linejoin:round}"
+        + "".join(
+            f".o{k}{{font-size:{_n(OVERVIEW_PX / lo)}px;stroke-width:{_n(6.0 / lo)}px}}"
+            for k, lo, _ in ranges
+        )
+    )
 
     def rules(vw: float) -> str:
-        return fixed + "".join(f"@media (min-width:{_n(vw * lo)}px) and (max-width:{_n(vw * up - 0.01)}px)"
-                               f"{{.o{k}{{display:inline}}}}" for k, lo, up in ranges)
+        return fixed + "".join(
+            f"@media (min-width:{_n(vw * lo)}px) and (max-width:{_n(vw * up - 0.01)}px)"
+            f"{{.o{k}{{display:inline}}}}"
+            for k, lo, up in ranges
+        )
+
     return rules
 
 

@@ -12,12 +12,13 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..view_types import VisibleGraph
+from torchvista_dash.view.types import VisibleGraph
 
 
 @dataclass(frozen=True)
 class BoxPaint:
-    """A box's fill, outline and text colour; ``dash`` draws the outline dashed (a removed module, ghosted)."""
+    """A box's fill, outline and text colour; ``dash`` draws the outline dashed (a removed module,
+    ghosted)."""
 
     fill: str
     line: str
@@ -31,12 +32,12 @@ class Paint:
     """What to draw differently, keyed by visible node / cluster id; ``extra`` are plotly trace dicts."""
 
     boxes: dict[str, BoxPaint] = field(default_factory=dict)
-    clusters: dict[str, BoxPaint] = field(default_factory=dict)   # outlines of expanded modules
-    hover: dict[str, str] = field(default_factory=dict)           # extra hover lines (already escaped HTML)
-    sublabels: dict[str, str] = field(default_factory=dict)       # second label line ("×2 → ×3: +1")
-    edge_widths: dict[tuple[str, str], float] = field(default_factory=dict)   # (src, dst) → stroke width, px
-    extra: tuple[dict[str, Any], ...] = ()                        # colour bar / legend traces, drawn last
-    title: str = ""                                               # a note for the figure ("coloured by FLOPs")
+    clusters: dict[str, BoxPaint] = field(default_factory=dict)  # outlines of expanded modules
+    hover: dict[str, str] = field(default_factory=dict)  # extra hover lines (already escaped HTML)
+    sublabels: dict[str, str] = field(default_factory=dict)  # second label line ("×2 → ×3: +1")
+    edge_widths: dict[tuple[str, str], float] = field(default_factory=dict)  # (src, dst) → stroke width, px
+    extra: tuple[dict[str, Any], ...] = ()  # colour bar / legend traces, drawn last
+    title: str = ""  # a note for the figure ("coloured by FLOPs")
     # the key of a static picture (no plotly colour bar there): (swatch, text), top to bottom
     legend: tuple[tuple[BoxPaint, str], ...] = ()
 
@@ -50,6 +51,8 @@ def with_sublabels(vg: VisibleGraph, paint: Paint) -> VisibleGraph:
     """``vg`` with ``paint``'s second label lines ("×2 → ×3: +1") in place of the boxes' own."""
     if not paint.sublabels:
         return vg
-    nodes = tuple(dataclasses.replace(vn, sublabel=paint.sublabels[vn.id]) if vn.id in paint.sublabels else vn
-                  for vn in vg.nodes)
+    nodes = tuple(
+        dataclasses.replace(vn, sublabel=paint.sublabels[vn.id]) if vn.id in paint.sublabels else vn
+        for vn in vg.nodes
+    )
     return dataclasses.replace(vg, nodes=nodes)

@@ -5,7 +5,7 @@ first draw. Measured in headless Chromium on the GPT demo's figure (median of 6)
 in 1447 ms, plotly's own ``plotly.js-basic-dist-min`` (1.2 MB, same version) in 351 ms.
 
 The bundle is plotly's own build, fetched from npm by ``make`` (``make plotly-basic``) at exactly the
-plotly.js version that the installed Python ``plotly`` ships, into ``render/static/``; ``$TVD_PLOTLY_JS``
+plotly.js version that the installed Python ``plotly`` ships, into ``render/assets/``; ``$TVD_PLOTLY_JS``
 may name another copy. Without it, or with a version that doesn't match, everything falls back to the
 full bundle that plotly/Dash carry, so a plain ``pip install`` works unchanged, only slower to first draw.
 """
@@ -21,8 +21,8 @@ from pathlib import Path
 import plotly.offline
 
 BUNDLE_NAME = "plotly-basic.min.js"
-STATIC_DIR = Path(__file__).resolve().parent / "static"
-URL_PATH = "_torchvista_dash/plotly-basic.min.js"   # where our Dash apps serve it, below their prefix
+STATIC_DIR = Path(__file__).resolve().parent / "assets"
+URL_PATH = "_torchvista_dash/plotly-basic.min.js"  # where our Dash apps serve it, below their prefix
 
 
 def expected_version() -> str:
@@ -37,8 +37,11 @@ def _checked(path: str, mtime: float) -> bool:
     found = re.search(r"plotly\.js[^\n]*? v(\d+\.\d+\.\d+)", head)
     want = f"plotly.js v{expected_version()}"
     if found is None or found.group(1) != expected_version():
-        warnings.warn(f"{path} is not {want} (the version the installed plotly needs); using the full bundle. "
-                      "Run `make plotly-basic` to fetch the matching one.", stacklevel=3)
+        warnings.warn(
+            f"{path} is not {want} (the version the installed plotly needs); using the full bundle. "
+            "Run `make plotly-basic` to fetch the matching one.",
+            stacklevel=3,
+        )
         return False
     return True
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ..layout.types import Box, Point
+from torchvista_dash.layout.types import Box, Point
 
-ARROW_LENGTH = 8.0     # points
+ARROW_LENGTH = 8.0  # points
 ARROW_HALF_WIDTH = 3.5
-DOUBLE_INSET = 3.0     # folded groups: the inner border's inset
+DOUBLE_INSET = 3.0  # folded groups: the inner border's inset
 
 
 def _r(v: float) -> float:
@@ -21,8 +21,10 @@ def _r(v: float) -> float:
 
 
 def _arc(cx: float, cy: float, r: float, a0: float, a1: float, steps: int) -> list[Point]:
-    return [(cx + r * math.cos(a0 + (a1 - a0) * i / steps), cy + r * math.sin(a0 + (a1 - a0) * i / steps))
-            for i in range(steps + 1)]
+    return [
+        (cx + r * math.cos(a0 + (a1 - a0) * i / steps), cy + r * math.sin(a0 + (a1 - a0) * i / steps))
+        for i in range(steps + 1)
+    ]
 
 
 def _rounded(box: Box, r: float, steps: int) -> list[Point]:
@@ -52,8 +54,16 @@ def outline(shape: str, box: Box) -> list[Point]:
         return [(x0, cy), (x0 + d, y0), (x1 - d, y0), (x1, cy), (x1 - d, y1), (x0 + d, y1)]
     if shape == "octagon":
         c = min(h / 4, w / 4)
-        return [(x0 + c, y0), (x1 - c, y0), (x1, y0 + c), (x1, y1 - c), (x1 - c, y1), (x0 + c, y1),
-                (x0, y1 - c), (x0, y0 + c)]
+        return [
+            (x0 + c, y0),
+            (x1 - c, y0),
+            (x1, y0 + c),
+            (x1, y1 - c),
+            (x1 - c, y1),
+            (x0 + c, y1),
+            (x0, y1 - c),
+            (x0, y0 + c),
+        ]
     # "rect", "double" and anything unknown: a plain rectangle
     return [(x0, y0), (x1, y0), (x1, y1), (x0, y1)]
 
@@ -83,8 +93,11 @@ def arrowhead(points: Sequence[Point]) -> list[Point] | None:
         return None
     ux, uy = dx / n, dy / n
     bx, by = tx - ux * ARROW_LENGTH, ty - uy * ARROW_LENGTH
-    return [(tx, ty), (bx - uy * ARROW_HALF_WIDTH, by + ux * ARROW_HALF_WIDTH),
-            (bx + uy * ARROW_HALF_WIDTH, by - ux * ARROW_HALF_WIDTH)]
+    return [
+        (tx, ty),
+        (bx - uy * ARROW_HALF_WIDTH, by + ux * ARROW_HALF_WIDTH),
+        (bx + uy * ARROW_HALF_WIDTH, by - ux * ARROW_HALF_WIDTH),
+    ]
 
 
 def append_path(xs: list[float | None], ys: list[float | None], pts: Sequence[Point], close: bool) -> None:

@@ -8,11 +8,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..options import THEMES, ThemeName
-from ..view_types import VisibleKind, VisibleNode
+from torchvista_dash.model.options import THEMES, ThemeName
+from torchvista_dash.view.types import VisibleKind, VisibleNode
 
-__all__ = ["CLOSE_MARK", "OPEN_MARK", "SHAPES", "THEMES", "KindStyle", "Theme", "get_theme", "kind_style",
-           "node_text"]
+__all__ = [
+    "CLOSE_MARK",
+    "OPEN_MARK",
+    "SHAPES",
+    "THEMES",
+    "KindStyle",
+    "Theme",
+    "get_theme",
+    "kind_style",
+    "node_text",
+]
 
 # Node shape per visible kind (geometry lives in shapes.py; the Graphviz names in static.py).
 SHAPES: dict[VisibleKind, str] = {
@@ -51,11 +60,11 @@ def node_text(vn: VisibleNode) -> str:
 class Theme:
     name: ThemeName
     template: str
-    paper: str            # the figure's background and the page's around it
-    font: str             # default text colour (headers, edge labels; the page's text)
-    muted: str            # edge labels, secondary text
+    paper: str  # the figure's background and the page's around it
+    font: str  # default text colour (headers, edge labels; the page's text)
+    muted: str  # edge labels, secondary text
     edge: str
-    cluster_fill: str     # translucent: nested clusters darken as they stack
+    cluster_fill: str  # translucent: nested clusters darken as they stack
     cluster_line: str
     failed_line: str
     highlight: str
@@ -68,9 +77,16 @@ class Theme:
 
 
 _LIGHT = Theme(
-    name="light", template="plotly_white", paper="#ffffff", font="#2a3f5f", muted="#5b6b80",
-    edge="#6b7b8f", cluster_fill="rgba(90,110,150,0.07)", cluster_line="#9aa7b8",
-    failed_line="#d62728", highlight="#ff9f1c",
+    name="light",
+    template="plotly_white",
+    paper="#ffffff",
+    font="#2a3f5f",
+    muted="#5b6b80",
+    edge="#6b7b8f",
+    cluster_fill="rgba(90,110,150,0.07)",
+    cluster_line="#9aa7b8",
+    failed_line="#d62728",
+    highlight="#ff9f1c",
     kinds={
         "op": KindStyle("#dbe9f6", "#4a78a8", "#1b2a3a"),
         "module": KindStyle("#fde9c9", "#c08a2b", "#3a2a10"),
@@ -84,9 +100,16 @@ _LIGHT = Theme(
 )
 
 _DARK = Theme(
-    name="dark", template="plotly_dark", paper="rgb(17,17,17)", font="#f2f5fa", muted="#a9b4c4",
-    edge="#8d9bb0", cluster_fill="rgba(160,180,220,0.08)", cluster_line="#5d6b80",
-    failed_line="#ff5c5c", highlight="#ffbf47",
+    name="dark",
+    template="plotly_dark",
+    paper="rgb(17,17,17)",
+    font="#f2f5fa",
+    muted="#a9b4c4",
+    edge="#8d9bb0",
+    cluster_fill="rgba(160,180,220,0.08)",
+    cluster_line="#5d6b80",
+    failed_line="#ff5c5c",
+    highlight="#ffbf47",
     kinds={
         "op": KindStyle("#1f3a57", "#6fa3d8", "#e6f0fb"),
         "module": KindStyle("#4a3613", "#e0a84a", "#fbeed7"),

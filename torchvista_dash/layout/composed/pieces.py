@@ -1,0 +1,229 @@
+"""A view cut into pieces: one per open module call (and one for the top level), each a small graph of its
+direct children (op boxes, collapsed calls, folded runs, child clusters as fixed-size boxes) plus ports for
+the tensors that cross its border.
+
+Every visible edge becomes a *route*: the piece edges it follows from its source box, out through the ports
+of the clusters it leaves, across the piece of the lowest cluster holding both ends, and in through the ports
+of the clusters it enters, to its target box. Piece edges that carry one tensor along the same way are shared
+(a tensor entering a cluster once feeds all its consumers inside through one port). Tensors leaving a cluster
+for one box share one out-port too (a block's cached key and value, both into the model's ``cache`` output):
+as two ports side by side their edges ran down one corridor beside the stack and dot's splines crossed each
+other twice below every block (GPT-2 every op: 32 of its 54 crossings).
+
+A piece's *key* is everything its geometry depends on (child sizes, ports, edges, rankdir) and nothing else,
+no ids or labels: identical decoder layers have equal keys, so one layout serves all of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from torchvista_dash.layout.single.dot import CLUSTER_FONT_SIZE, node_size, text_width
+from torchvista_dash.view.types import VisibleGraph
+
+Size = tuple[float, float]
+PortKey = tuple[str, str]  # (visible source id, tensor id): what a port carries
+EdgeSpec = tuple[
+    int, int, int, int, int
+]  # tail, head, bus group (-1: none, <= -2: a collector), tail field, head field
+# where a laid-out cluster's in-ports and out-ports sit on its border in its parent, per port (its index
+# inside):
+# the start of its 1-point cell, in whole points from the left (TB/BT) or the top (LR/RL) of the border's
+# table
+Fields = tuple[tuple[int, ...], tuple[int, ...]]
+
+MARGIN = 8.0  # points between a cluster's border and its contents (dot's default)
+HEADER = CLUSTER_FONT_SIZE * 1.4 + 4.0  # points above the contents for the cluster's title
+LABEL_PAD = 34.0  # title width beyond its text: the collapse toggle and margins
+MERGED = "->"  # the source of a port shared by the tensors leaving for one box
+BUS_MIN = 4  # one tensor to at least this many children: drawn as a bus
+
+
+@dataclass
+class Piece:
+    """One cluster's interior (``cid`` None: the top level) as built for one view."""
+
+    cid: str | None
+    children: list[str] = field(default_factory=list)  # visible node ids, then child cluster ids
+    index: dict[str, int] = field(default_factory=dict)  # child id → position in ``children``
+    is_cluster: list[bool] = field(default_factory=list)
+    in_ports: dict[PortKey, int] = field(default_factory=dict)
+    out_ports: dict[PortKey, int] = field(default_factory=dict)
+    edges: list[tuple[str, int, str, int, PortKey]] = field(
+        default_factory=list
+    )  # (tail kind, i, head kind, j, port)
+    edge_at: dict[tuple[str, int, str, int, PortKey], int] = field(default_factory=dict)
+
+    def edge(self, tail: tuple[str, int], head: tuple[str, int], port: PortKey) -> int:
+        """The index of the piece edge from ``tail`` to ``head`` carrying ``port``'s tensor (made once)."""
+        k = (tail[0], tail[1], head[0], head[1], port)
+        at = self.edge_at.get(k)
+        if at is None:
+            at = self.edge_at[k] = len(self.edges)
+            self.edges.append(k)
+        return at
+
+    def n_children(self) -> int:
+        return len(self.children)
+
+    def slot(self, kind: str, i: int) -> int:
+        """One index space for the piece's DOT nodes: children, then in-ports, then out-ports."""
+        if kind == "c":
+            return i
+        if kind == "i":
+            return len(self.children) + i
+        return len(self.children) + len(self.in_ports) + i
+
+    def key(
+        self, sizes: list[Size], rankdir: str, pieces: dict[str | None, Piece], fields: dict[str, Fields]
+    ) -> tuple[object, ...]:
+        """Everything the piece's geometry depends on: equal keys, equal layouts. A child cluster is a box
+        with its ports on its border where its own layout put them (``fields``)."""
+        groups: dict[tuple[int, PortKey], list[int]] = {}
+        for k, (tk, ti, _hk, _hj, port) in enumerate(self.edges):
+            groups.setdefault((self.slot(tk, ti), port), []).append(k)
+        bus: dict[int, int] = {}
+        g = 0
+        for members in groups.values():
+            if len(members) >= BUS_MIN:
+                for k in members:
+                    bus[k] = g
+                g += 1
+        # Many children sending tensors out by one port (a shared port: the layers' cached keys and values)
+        # join
+        # a *collector*, the bus's mirror: one trunk down the side of the stack, a short branch from each
+        # child
+        # (group -2 - f). As one edge per layer down to the border, each spanning up to 80 ranks, they were
+        # thousands of virtual nodes: the 80-layer Llama's own piece took dot 13 s of CPU, with it 0.04 s.
+        # (Tensors leaving by ports of their own are not bundled: one trunk down to all the out-ports crossed
+        # every edge between the children it passed, once per tensor on it: T5 every op 5,921 crossings vs
+        # 661.)
+        into: dict[int, list[int]] = {}
+        for k, (_tk, _ti, hk, hj, _port) in enumerate(self.edges):
+            if k not in bus and hk == "o":
+                into.setdefault(self.slot(hk, hj), []).append(k)
+        f = 0
+        for members in into.values():
+            if len({self.edges[k][:2] for k in members}) >= BUS_MIN:
+                for k in members:
+                    bus[k] = -2 - f
+                f += 1
+
+        def field(kind: str, i: int, port: PortKey, side: int) -> int:
+            if kind != "c" or not self.is_cluster[i]:
+                return -1
+            inner = pieces[self.children[i]]
+            return (inner.in_ports if side == 0 else inner.out_ports)[port]  # its cell's name
+
+        specs: tuple[EdgeSpec, ...] = tuple(
+            (
+                self.slot(tk, ti),
+                self.slot(hk, hj),
+                bus.get(k, -1),
+                field(tk, ti, port, 1),
+                field(hk, hj, port, 0),
+            )
+            for k, (tk, ti, hk, hj, port) in enumerate(self.edges)
+        )
+        kids = tuple(
+            (size, *fields[c]) if cl else (size, (), ())
+            for size, c, cl in zip(sizes, self.children, self.is_cluster, strict=True)
+        )
+        return (rankdir, kids, len(self.in_ports), len(self.out_ports), specs)
+
+
+@dataclass
+class Plan:
+    """Every piece of a view, the order to lay them out in, and each visible edge's route."""
+
+    pieces: dict[str | None, Piece]
+    levels: list[list[str | None]]  # pieces by height: leaves first, the top level last
+    routes: list[list[tuple[str | None, int]]]  # per visible edge: (piece, piece edge) from source to target
+    labels: dict[str, float]  # cluster id → title width (points)
+
+
+def cluster_size(interior: Size, title_width: float) -> Size:
+    """The box a cluster takes in its parent: its laid-out interior plus margins and its title."""
+    w, h = interior
+    return max(w + 2 * MARGIN, title_width), h + MARGIN + HEADER
+
+
+def plan(vg: VisibleGraph) -> Plan:
+    """Cut ``vg`` into pieces and route every edge through them."""
+    parent: dict[str, str | None] = {c.id: c.parent for c in vg.clusters}
+    pieces: dict[str | None, Piece] = {None: Piece(None)}
+    for c in vg.clusters:
+        pieces[c.id] = Piece(c.id)
+    for n in vg.nodes:
+        p = pieces[n.parent]
+        p.index[n.id] = len(p.children)
+        p.children.append(n.id)
+        p.is_cluster.append(False)
+    for c in vg.clusters:
+        p = pieces[c.parent]
+        p.index[c.id] = len(p.children)
+        p.children.append(c.id)
+        p.is_cluster.append(True)
+
+    chains: dict[str | None, tuple[str, ...]] = {None: ()}
+
+    def chain(cid: str | None) -> tuple[str, ...]:
+        """Clusters from the top level down to ``cid`` (itself last)."""
+        got = chains.get(cid)
+        if got is None:
+            assert cid is not None
+            got = chains[cid] = chain(parent[cid]) + (cid,)
+        return got
+
+    node_parent = {n.id: n.parent for n in vg.nodes}
+    splits: list[tuple[tuple[str, ...], tuple[str, ...], int]] = []
+    into: dict[tuple[str, str], set[PortKey]] = {}  # (cluster, target box) → tensors leaving it for that box
+    for e in vg.edges:
+        cs, cd = chain(node_parent[e.src]), chain(node_parent[e.dst])
+        k = 0
+        while k < len(cs) and k < len(cd) and cs[k] == cd[k]:
+            k += 1
+        splits.append((cs, cd, k))
+        for c in cs[k:]:
+            into.setdefault((c, e.dst), set()).add((e.src, e.tensor))
+    routes: list[list[tuple[str | None, int]]] = []
+    for e, (cs, cd, k) in zip(vg.edges, splits, strict=True):
+        lca = cs[k - 1] if k else None
+        port: PortKey = (e.src, e.tensor)
+        route: list[tuple[str | None, int]] = []
+        # out of every cluster the source sits in below the common one, innermost first; tensors leaving a
+        # cluster for one box leave it by one port (``MERGED``), and run on as one edge from there
+        below = e.src
+        for c in reversed(cs[k:]):
+            p = pieces[c]
+            leave = (MERGED, e.dst) if len(into[(c, e.dst)]) > 1 else port
+            q = p.out_ports.setdefault(leave, len(p.out_ports))
+            route.append((c, p.edge(("c", p.index[below]), ("o", q), port)))
+            below, port = c, leave
+        top = pieces[lca]
+        rep_d = cd[k] if k < len(cd) else e.dst
+        route.append((lca, top.edge(("c", top.index[below]), ("c", top.index[rep_d]), port)))
+        # into every cluster the target sits in, outermost first
+        for j in range(k, len(cd)):
+            p = pieces[cd[j]]
+            q = p.in_ports.setdefault(port, len(p.in_ports))
+            inner = cd[j + 1] if j + 1 < len(cd) else e.dst
+            route.append((cd[j], p.edge(("i", q), ("c", p.index[inner]), port)))
+        routes.append(route)
+
+    height: dict[str | None, int] = {c.id: 0 for c in vg.clusters}
+    height[None] = 0
+    for c in sorted(vg.clusters, key=lambda c: -len(chain(c.id))):  # children before their parents
+        height[c.parent] = max(height[c.parent], height[c.id] + 1)
+    levels: list[list[str | None]] = [[] for _ in range(height[None] + 1)]
+    for c in vg.clusters:
+        levels[height[c.id]].append(c.id)
+    levels[height[None]].append(None)
+    levels = [lv for lv in levels if lv]
+    labels = {c.id: text_width(c.label, CLUSTER_FONT_SIZE) + LABEL_PAD for c in vg.clusters}
+    return Plan(pieces, levels, routes, labels)
+
+
+def node_sizes(vg: VisibleGraph) -> dict[str, Size]:
+    """The box size of every visible node (points)."""
+    return {n.id: node_size(n) for n in vg.nodes}

@@ -1,0 +1,1 @@
+"""One dot run over a whole view: the DOT it is given and the JSON it answers, read into a Layout."""
