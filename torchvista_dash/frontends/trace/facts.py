@@ -244,9 +244,9 @@ class ModelFacts:
         buffers: list[tuple[str, Any]] = []
         seen_p: set[int] = set()
         seen_b: set[int] = set()
-        owners: dict[int, list[str]] = {}  # id(parameter) -> every module that holds it (a tied weight: several)
+        owners: dict[int, list[str]] = {}  # id(parameter) -> every module holding it (tied: several)
         for prefix, m in modules:
-            for k, t in m._parameters.items():
+            for t in m._parameters.values():
                 if t is not None:
                     owners.setdefault(id(t), []).append(prefix)
             for table, out, seen in ((m._parameters, params, seen_p), (m._buffers, buffers, seen_b)):
