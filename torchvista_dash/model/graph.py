@@ -216,8 +216,7 @@ class Graph:
     @cached_property
     def content_id(self) -> str:
         """A hash of the bytes ``save`` writes (for a loaded trace: of the bytes it was read from, hashed
-        while
-        loading, so the graph is not serialised again): keys registries and caches.
+        while loading, so the graph is not serialised again): keys registries and caches.
 
         A trace saved and loaded again keeps its id; the same file always gives the same id."""
         return _hash_id(self.to_bytes())

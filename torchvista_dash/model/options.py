@@ -30,8 +30,7 @@ def depth_from_text(value: object) -> int | None:
     """A depth as a user writes it (CLI, URL query, the app's dropdown) → ``ViewOptions.depth``.
 
     ``-1``, ``"all"``, ``"none"`` and ``None`` mean everything open (``None``); anything else must be an int ≥
-    0.
-    This is the one place that translates "-1 means everything".
+    0. This is the one place that translates "-1 means everything".
     """
     if value is None:
         return None

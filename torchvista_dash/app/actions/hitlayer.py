@@ -11,11 +11,9 @@ event that leaves that window, or zooms in far enough that smaller boxes become 
 view-changing answers of update_view set a new one, so their ranges apply).
 
 The plot's size in pixels is not sent by Dash; the scale is taken for the biggest plot assumed (``PLOT_PX``),
-so
-the bars kept are never too few: at worst a bar drawn a pixel tall is sent. Smaller views keep every bar and
-cost no round trip. Dash orders the answers: the main store is an input here, so a cull waits for a view
-change
-in flight, and a view change's answer makes Dash drop an older cull's answer still on its way.
+so the bars kept are never too few: at worst a bar drawn a pixel tall is sent. Smaller views keep every bar
+and cost no round trip. Dash orders the answers: the main store is an input here, so a cull waits for a view
+change in flight, and a view change's answer makes Dash drop an older cull's answer still on its way.
 """
 
 from __future__ import annotations

@@ -13,9 +13,8 @@ none``): the graph becomes interactive when plotly has drawn, as before.
 Where each image goes is worked out by CSS from the plot's size, which the server does not know: the plot area
 is a size container, and an image's scale is ``min(plot width / x range, plot height / y range)`` (plotly's
 equal-aspect axes widen the range that has room to spare, about the centre), so its left, top, width and
-height
-are ``calc()``s of the container's ``cqw``/``cqh``. Inside each image its SVG sees the size it is drawn at, so
-its level of detail is the figure's.
+height are ``calc()``s of the container's ``cqw``/``cqh``. Inside each image its SVG sees the size it is drawn
+at, so its level of detail is the figure's.
 """
 
 from __future__ import annotations
@@ -54,11 +53,10 @@ def _n(v: float) -> str:
 
 def images_html(figure: dict[str, Any]) -> str | None:
     """The plot area (a ``div.tvd-plot`` at the figure's margins) with ``<img>`` elements placing the figure's
-    data-coordinate layout images as plotly will draw them, inside a
-    plot area that is a CSS size container (whose ``--s`` is the scale, a length per point); None when an
-    image
-    is not a URL (a data URI would bloat the page). Only the images on or near the figure's start window are
-    placed (a tiled picture of a big view has thousands: the others are not on screen before plotly draws)."""
+    data-coordinate layout images as plotly will draw them, inside a plot area that is a CSS size container
+    (whose ``--s`` is the scale, a length per point); None when an image is not a URL (a data URI would bloat
+    the page). Only the images on or near the figure's start window are placed (a tiled picture of a big view
+    has thousands: the others are not on screen before plotly draws)."""
     lay = figure.get("layout", {})
     (x0, x1), (y0, y1) = lay["xaxis"]["range"], lay["yaxis"]["range"]
     cx, cy, rw, rh = (x0 + x1) / 2, (y0 + y1) / 2, max(x1 - x0, 1e-6), max(y1 - y0, 1e-6)

@@ -9,13 +9,11 @@ so it is cached as immutable), and the page's first picture (firstpaint.py) is t
 Dash's scripts load and drawn again by plotly from the browser's memory cache.
 
 Pictures are kept gzipped (5-8x smaller) once first served, in a bounded LRU (``MAX_BYTES``, ``MAX_PICTURES``)
-plus a weak
-index of the pictures that cached figures still hold (the registry bounds those), so any URL a figure the
-server
-can send names can be answered. The key in a request is untrusted: anything but 32 hex digits is refused
-before
-any lookup. A figure for a static export (``to_html``, the HTML export button) keeps ``data:`` URIs and stands
-alone; so does a figure drawn outside a request of an app that serves the route (a layout built at import).
+plus a weak index of the pictures that cached figures still hold (the registry bounds those), so any URL a
+figure the server can send names can be answered. The key in a request is untrusted: anything but 32 hex
+digits is refused before any lookup. A figure for a static export (``to_html``, the HTML export button) keeps
+``data:`` URIs and stands alone; so does a figure drawn outside a request of an app that serves the route (a
+layout built at import).
 """
 
 from __future__ import annotations
@@ -176,9 +174,8 @@ def _json_size(value: Any) -> int:
 
 class Collector:
     """A ``make_figure(picture_source=...)``: each picture's SVG goes into ``into`` (the route's store) and
-    its
-    image gets a marker for a source, which ``drawn`` sets aside (no data URI is encoded to be decoded again:
-    about 0.2 s per figure at 80 layers)."""
+    its image gets a marker for a source, which ``drawn`` sets aside (no data URI is encoded to be decoded
+    again: about 0.2 s per figure at 80 layers)."""
 
     MARK = "tvd-picture:"
 

@@ -120,9 +120,8 @@ class FlopMeter:
                 known = True
             else:
                 # ``func`` and the ranks of its first tensor arguments (-1: a parameter or other subclass,
-                # whose
-                # ``dim()`` could run a Python ``__torch_function__``): ``matmul`` of two vectors counts none,
-                # of two matrices it counts. Written out here: it runs for every op not known to count.
+                # whose ``dim()`` could run a Python ``__torch_function__``): ``matmul`` of two vectors counts
+                # none, of two matrices it counts. Written out here: it runs for every op not known to count.
                 ranks = [func]
                 for a in args[:3]:
                     if type(a) is _Tensor:

@@ -120,8 +120,7 @@ def module_info(m: torch.nn.Module, num_params: int) -> tuple[Any, ...]:
 
 
 # (name, shape, dtype, trainable, is_buffer) of a module's parameters and buffers -> their ParamInfo tuple:
-# the
-# same layer shapes recur (12 decoder blocks, every trace of a model), made once and shared; a module's
+# the same layer shapes recur (12 decoder blocks, every trace of a model), made once and shared; a module's
 # attributes likewise (``_ATTRS``). Bounded.
 _PARAM_INFOS: dict[tuple[Any, ...], tuple[ParamInfo, ...]] = {}
 _ATTRS: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = {}
@@ -191,8 +190,7 @@ new_node = fast_factory(Node)
 new_edge = fast_factory(Edge)
 
 # The recorder's hot path fills each op's Node and its Edges field by field in these orders (a dict update on
-# a
-# bare object: faster still than ``fast_factory``); if the data model gains a field, this says where to add
+# a bare object: faster still than ``fast_factory``); if the data model gains a field, this says where to add
 # it.
 NODE_FIELDS = (
     "id",

@@ -131,13 +131,11 @@ def _stack_pairs(
     specs: Sequence[tuple[int, int, int, int, int]], children: Sequence[tuple]
 ) -> list[tuple[int, int]]:
     """Consecutive layers of a stack, held one above the other by an invisible heavy edge between their
-    centres
-    (the edges between them jog across the gap). Kept straight instead, port to port, they made each layer
-    step
-    sideways from the one above by the distance between its in- and out-port (a Llama layer's hidden states
-    enter 122 points left of where they leave: a diagonal staircase over 32 layers). A pair is aligned only
-    when each is the other's one stacked neighbour: DenseNet's dense layers, each fed by every earlier one,
-    are no stack (aligned, DenseNet-121 every op had 42,486 crossings instead of 13,083)."""
+    centres (the edges between them jog across the gap). Kept straight instead, port to port, they made each
+    layer step sideways from the one above by the distance between its in- and out-port (a Llama layer's
+    hidden states enter 122 points left of where they leave: a diagonal staircase over 32 layers). A pair is
+    aligned only when each is the other's one stacked neighbour: DenseNet's dense layers, each fed by every
+    earlier one, are no stack (aligned, DenseNet-121 every op had 42,486 crossings instead of 13,083)."""
     pairs = list(dict.fromkeys((t, h) for t, h, _g, tp, hp in specs if _stacked(children, t, h, tp, hp)))
     heads: dict[int, int] = {}
     tails: dict[int, int] = {}

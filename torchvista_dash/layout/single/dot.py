@@ -200,11 +200,10 @@ INVISIBLE = (
 
 def _io_ranks(g: pydot.Dot, vg: VisibleGraph, dot_name: dict[str, int]) -> None:
     """Inputs on the first rank and outputs on the last (top and bottom in TB, left and right in LR), not
-    beside
-    the op that made them. Each input/output side shares one rank; an invisible edge runs from the first input
-    to every other box without an incoming edge, and from every box without an outgoing edge to the first
-    output, so no box ranks before the inputs or after the outputs. (``rank=min``/``max`` would say it in one
-    word, but Graphviz ignores them under ``newrank``.)"""
+    beside the op that made them. Each input/output side shares one rank; an invisible edge runs from the
+    first input to every other box without an incoming edge, and from every box without an outgoing edge to
+    the first output, so no box ranks before the inputs or after the outputs. (``rank=min``/``max`` would say
+    it in one word, but Graphviz ignores them under ``newrank``.)"""
     sides: dict[str, list[str]] = {"input": [], "output": []}
     for n in vg.nodes:
         side = io_side(n.id, n.kind)

@@ -129,8 +129,7 @@ class LayoutReader:
         self.placed: list[tuple[str, str, str, str]] = []  # visible id, pos, width, height
         self.boxed: list[tuple[str, str]] = []  # cluster id, bb
         # dot numbers edges by tail node, not in DOT order: they are matched back by (tail, head, label),
-        # first
-        # come first served (edges with all three equal are interchangeable on screen)
+        # first come first served (edges with all three equal are interchangeable on screen)
         self.queue: dict[tuple[str, str, str], list[int]] = {}
         for i, ve in enumerate(vg.edges):
             self.queue.setdefault((ve.src, ve.dst, ve.label), []).append(i)

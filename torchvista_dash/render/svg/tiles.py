@@ -1,9 +1,8 @@
 """Cutting the picture into tiles: a grid over its canvas, each element put into every tile it may draw in.
 
 Why (measured in bench/bench_zoom_parts.py, see the README): at every zoom or pan step the browser restyles,
-lays
-out and repaints a whole SVG image drawn at a new size, its off-screen parts and hidden labels included. Cut
-into tiles, one plotly layout image each, a step costs only the tiles on screen: Chromium does not draw an
+lays out and repaints a whole SVG image drawn at a new size, its off-screen parts and hidden labels included.
+Cut into tiles, one plotly layout image each, a step costs only the tiles on screen: Chromium does not draw an
 image outside the plot, so it never restyles it either.
 
 Tiles overlap by ``OVERLAP`` points, and an element near a border is in both tiles, so neighbours draw the
@@ -24,9 +23,9 @@ OVERLAP = 1.0  # points each tile reaches into its neighbours
 
 
 # Tiles pay at zoom and cost at load: every image is a request, a parse and a restyle for the browser
-# (bigpic's run
-# in the README: a 6-layer Llama every op in 182 tiles took 3-4x longer to load than in one image). So a view
-# under MIN_TILED_BOXES boxes is one image, and a bigger one has at most MAX_TILES, their side grown to fit.
+# (bigpic's run in the README: a 6-layer Llama every op in 182 tiles took 3-4x longer to load than in one
+# image). So a view under MIN_TILED_BOXES boxes is one image, and a bigger one has at most MAX_TILES, their
+# side grown to fit.
 MIN_TILED_BOXES = 1000
 MAX_TILES = 24
 
