@@ -200,6 +200,7 @@ def trace_model(
     name: str | None = None,
     flops: bool = True,
     timing: bool = False,
+    values: bool = False,
 ) -> Trace:
     """Trace ``model(*inputs, **kwargs)`` once, under ``torch.no_grad()``, and restore the model afterwards.
 
@@ -210,6 +211,9 @@ def trace_model(
     and its enclosing module calls marked, ``Trace.error`` holds the exception, and a warning is issued.
     ``flops`` records each op's FLOPs (PyTorch's FlopCounterMode formulas) in the same pass; ``timing=True``
     also times each op in separate runs (median of 5) for ``stats()`` and ``figure(color_by="time")``.
+    ``values=True`` records a summary of every tensor's values (min, max, mean, std, NaN and Inf counts,
+    fraction of zeros, a few elements) in the same pass: shown in hover and details, and what
+    ``first_nonfinite()``, ``compare`` and ``color_by="absmax"/"std"/"zeros"/"nonfinite"`` read.
     """
     from torchvista_dash import __version__
     from torchvista_dash.frontends.trace import trace_graph, user_stacklevel
@@ -222,6 +226,7 @@ def trace_model(
         versions=(("torchvista_dash", __version__),),
         flops=flops,
         timing=timing,
+        values=values,
     )
     if error is not None:
         hint = ""
