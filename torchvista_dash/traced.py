@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     import plotly.graph_objects as go
 
     from torchvista_dash.layout.types import Layout
+    from torchvista_dash.model.values import FirstNonfinite
     from torchvista_dash.render.paint import Paint
     from torchvista_dash.view.types import VisibleGraph
 
@@ -105,6 +106,14 @@ class Trace:
                 "stats() without it returns the same rows as a list of dicts"
             ) from None
         return pd.DataFrame(rows, columns=list(STATS_KEYS))
+
+    # ---- values (a trace made with values=True) ------------------------------------------
+    def first_nonfinite(self) -> FirstNonfinite | None:
+        """Where NaN or Inf first appears: the first op (in execution order) whose output holds one while its
+        inputs did not, with its module path (``.qualname``); None if every value is finite."""
+        from torchvista_dash.model.values import first_nonfinite
+
+        return first_nonfinite(self.graph)
 
     # ---- views and drawing -------------------------------------------------------------
     def view(

@@ -161,3 +161,93 @@ def tensor_values(graph: Any) -> dict[str, ValueStats | None]:
             f"{n.id}/{k}": s for n in graph.nodes for k, s in enumerate(n.values)
         }
     return found
+
+
+# ---- the first non-finite value ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FirstNonfinite:
+    """Where NaN or Inf first appears: the node (an op, or an input that held it already), its module."""
+
+    node: str  # the node id (``n:412``)
+    name: str  # the op's name (``div``) or the input's
+    kind: str  # "op", "input" or "constant"
+    call: str | None  # the innermost module call's id, None at the top level
+    qualname: str  # that module's qualname ("" for the root or the top level)
+    nan: int
+    inf: int
+
+    def __str__(self) -> str:
+        where = f"in {self.qualname}" if self.qualname else "at the top level"
+        return f"{self.name} ({self.node}) {where}: {self.nan:,} NaN, {self.inf:,} Inf"
+
+
+def require_values(graph: Any, what: str) -> None:
+    if "values" not in graph.measured:
+        raise ValueError(
+            f"{what} needs a value trace: trace with trace_model(model, inputs, values=True) "
+            "(this trace holds no values)"
+        )
+
+
+def first_nonfinite(graph: Any) -> FirstNonfinite | None:
+    """The first node, in execution order, whose output holds a NaN or an Inf while none of its inputs did
+    (an op; or a model input or constant that already held one); None if every value is finite. Inputs with
+    no summary (parameters: weights are not summarised) count as finite."""
+    require_values(graph, "first_nonfinite()")
+    found = graph.__dict__.get("_first_nonfinite", False)
+    if found is not False:
+        return found
+    values = tensor_values(graph)
+    bad_in: set[str] = set()  # nodes with a non-finite input
+    for e in graph.edges:
+        s = values.get(e.tensor)
+        if s is not None and s.nonfinite:
+            bad_in.add(e.dst)
+    found = None
+    for n in graph.nodes:
+        if n.kind in ("output", "parameter") or n.id in bad_in:
+            continue
+        hit = [s for s in n.values if s is not None and s.nonfinite]
+        if hit:
+            call = graph.call_by_id.get(n.parent) if n.parent is not None else None
+            found = FirstNonfinite(
+                node=n.id,
+                name=n.name,
+                kind=n.kind,
+                call=n.parent,
+                qualname=call.qualname if call is not None else "",
+                nan=sum(s.nan or 0 for s in hit),
+                inf=sum(s.inf or 0 for s in hit),
+            )
+            break
+    graph.__dict__["_first_nonfinite"] = found
+    return found
+
+
+def downstream_of(graph: Any, node_id: str) -> set[str]:
+    """Every node reachable from ``node_id`` along the graph's edges (itself included)."""
+    out_edges: dict[str, list[str]] = {}
+    for e in graph.edges:
+        out_edges.setdefault(e.src, []).append(e.dst)
+    seen = {node_id}
+    todo = [node_id]
+    while todo:
+        for d in out_edges.get(todo.pop(), ()):
+            if d not in seen:
+                seen.add(d)
+                todo.append(d)
+    return seen
+
+
+def nonfinite_marks(graph: Any) -> dict[str, float]:
+    """``color_by="nonfinite"``: 2 for where NaN/Inf first appears, 1 for every op downstream of it, 0 for the
+    rest (computed once per graph)."""
+    marks = graph.__dict__.get("_nonfinite_marks")
+    if marks is None:
+        first = first_nonfinite(graph)
+        below = downstream_of(graph, first.node) if first is not None else set()
+        marks = {n.id: 1.0 if n.id in below else 0.0 for n in graph.nodes}
+        if first is not None:
+            marks[first.node] = 2.0
+        graph.__dict__["_nonfinite_marks"] = marks
+    return marks

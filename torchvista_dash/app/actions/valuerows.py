@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from torchvista_dash.app.traces import registry
 from torchvista_dash.model.graph import Graph, Node, TensorMeta
-from torchvista_dash.model.values import describe, tensor_values
+from torchvista_dash.model.values import describe, first_nonfinite, tensor_values
 
 MAX_ROWS = 6  # outputs summarised in the panel; the rest are counted
 
@@ -39,3 +40,22 @@ def _rows(pairs: list) -> list[tuple[str, str]]:
     if len(pairs) > MAX_ROWS:
         rows.append(("values", f"… and {len(pairs) - MAX_ROWS} more outputs"))
     return rows
+
+
+def first_nonfinite_id(trace_id: str) -> str | None:
+    """The node the "first NaN/Inf" button goes to (None: nothing to go to)."""
+    graph = registry.get(trace_id).graph
+    if "values" not in graph.measured:
+        return None
+    first = first_nonfinite(graph)
+    return None if first is None else first.node
+
+
+def first_nonfinite_title(graph: Graph) -> tuple[str, bool]:
+    """The button's tooltip and whether it is enabled."""
+    if "values" not in graph.measured:
+        return "trace with trace_model(model, inputs, values=True) to find the first NaN/Inf", False
+    first = first_nonfinite(graph)
+    if first is None:
+        return "every recorded value is finite", False
+    return f"go to where NaN/Inf first appears: {first}", True
