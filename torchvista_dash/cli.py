@@ -46,18 +46,19 @@ def _demo_names() -> list[str]:
     return list(DEMOS)
 
 
-def resolve_target(target: str) -> Trace:
-    """Turn a TARGET string into a Trace (see the module docstring for the forms).
+def resolve_target(target: str, *, values: bool = False) -> Trace:
+    """Turn a TARGET string into a Trace (see the module docstring for the forms); ``values``: a model or a
+    demo is traced with its value summaries (a saved trace holds what it was saved with).
 
     A failed forward pass gives no warning here: the command prints its own, once."""
     with warnings.catch_warnings():
         warnings.filterwarnings(
             "ignore", message=r".*\bforward pass (failed|of .* raised)", category=UserWarning
         )
-        return _resolve(target)
+        return _resolve(target, values)
 
 
-def _resolve(target: str) -> Trace:
+def _resolve(target: str, values: bool = False) -> Trace:
     from torchvista_dash import load_trace
     from torchvista_dash.model.graph import TraceFormatError
 
@@ -75,18 +76,18 @@ def _resolve(target: str) -> Trace:
             f"`python -m torchvista_dash export TARGET -o {path.name}`)"
         )
     if ":" in target:
-        return _trace_from_function(target)
+        return _trace_from_function(target, values)
     if target in _demo_names():
         from torchvista_dash.demos import demo_trace
 
-        return demo_trace(target)
+        return demo_trace(target, values=values)
     raise CLIError(
         f"don't know what {target!r} is: give a saved trace (file.json), module:function "
         f"returning (model, inputs), or a demo name ({', '.join(_demo_names())})"
     )
 
 
-def _trace_from_function(target: str) -> Trace:
+def _trace_from_function(target: str, values: bool = False) -> Trace:
     mod_name, _, func_name = target.partition(":")
     if not mod_name or not func_name or ":" in func_name:
         raise CLIError(f"bad target {target!r}: write it as package.module:function")
@@ -119,7 +120,7 @@ def _trace_from_function(target: str) -> Trace:
     model, args, kwargs = _unpack(target, result)
     from torchvista_dash import trace_model
 
-    return trace_model(model, args, kwargs=kwargs, name=type(model).__name__)
+    return trace_model(model, args, kwargs=kwargs, name=type(model).__name__, values=values)
 
 
 def _unpack(target: str, result: Any) -> tuple[Any, Any, dict[str, Any] | None]:
@@ -258,7 +259,7 @@ def _serve(ns: argparse.Namespace) -> int:
             print(f"warning: skipping {line}", file=sys.stderr)
         options.update(gallery=gallery, title=gallery.title)
     else:
-        trace = resolve_target(ns.target)
+        trace = resolve_target(ns.target, values=ns.values)
         err = trace.graph.error
         if err is not None:
             print(
@@ -287,7 +288,7 @@ def _export(ns: argparse.Namespace) -> int:
         raise CLIError(str(exc)) from None
     if not out.parent.exists():
         raise CLIError(f"the folder {out.parent} does not exist; create it first")
-    trace = resolve_target(ns.target)
+    trace = resolve_target(ns.target, values=ns.values)
     if fmt != "json":
         _check_settings()
     from torchvista_dash.layout import reporting
@@ -321,7 +322,8 @@ def _export(ns: argparse.Namespace) -> int:
 def _diff(ns: argparse.Namespace) -> int:
     from torchvista_dash.compare import compare
 
-    a, b = resolve_target(ns.a), resolve_target(ns.b)
+    values = getattr(ns, "values", False)
+    a, b = resolve_target(ns.a, values=values), resolve_target(ns.b, values=values)
     d = compare(a, b)
     s = d.summary()
     print(
@@ -374,7 +376,13 @@ def _color_by_option(p: argparse.ArgumentParser) -> None:
         "--color-by",
         choices=COLOR_BY,
         default=None,
-        help="colour boxes by a cost (time needs a trace made with timing=True)",
+        help="colour boxes by a metric (time needs a trace made with timing=True; absmax, std, zeros and "
+        "nonfinite a value trace: --values)",
+    )
+    p.add_argument(
+        "--values",
+        action="store_true",
+        help="trace a model or demo with its value summaries (min, max, mean, std, NaN/Inf, zeros)",
     )
 
 

@@ -300,11 +300,12 @@ def build_demo(name: str) -> tuple[nn.Module, tuple[Any, ...]]:
 
 
 @functools.cache
-def demo_trace(name: str) -> Trace:
-    """The demo's trace, traced once per process (the gallery switches between them instantly)."""
+def demo_trace(name: str, values: bool = False) -> Trace:
+    """The demo's trace, traced once per process (the gallery switches between them instantly);
+    ``values``: with its value summaries (``trace_model(..., values=True)``)."""
     from torchvista_dash.traced import trace_model
 
     model, inputs = build_demo(name)
     with warnings.catch_warnings():  # the failing demo fails on purpose: no warning for it
         warnings.simplefilter("ignore", UserWarning)
-        return trace_model(model, inputs, name=DEMOS[name].title)
+        return trace_model(model, inputs, name=DEMOS[name].title, values=values)

@@ -61,7 +61,8 @@ def first_nonfinite_button(cid: dict[str, Any], graph: Graph) -> html.Button:
         n_clicks=0,
         disabled=not enabled,
         title=title,
-        style=BUTTON,
+        # a trace without values has nothing to go to: the button is there (the callbacks read it) but hidden
+        style=BUTTON if "values" in graph.measured else {**BUTTON, "display": "none"},
         className="tvd-first-nonfinite",
     )
 
