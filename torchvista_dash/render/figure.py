@@ -1,11 +1,11 @@
 """Layout → plotly Figure: the view drawn as one SVG picture, under an invisible layer of click and hover
 targets.
 
-Why a picture (measured in bench/bench_zoom.py, see the README): plotly draws text at a fixed pixel size and
-re-lays every text element on each zoom; on views of hundreds of boxes that made text either unreadable or
-spilling, and each zoom slow. The picture (``picture.py``) is plotly layout images in data coordinates (tiles
-of a big view, ``tiles.py``), so the browser scales boxes, edges and text together, and their own CSS drops
-detail as the user zooms out. No server round trip on zoom, no JavaScript.
+Why a picture (bench/bench_render.py measures it against plotly text re-sized per zoom): plotly draws text at
+a fixed pixel size and re-lays every text element on each zoom; on views of hundreds of boxes that makes text
+either unreadable or spilling, and each zoom slow. The picture (``svg/picture.py``) is plotly layout images in
+data coordinates (tiles of a big view, ``svg/tiles.py``), so the browser scales boxes, edges and text
+together, and their own CSS drops detail as the user zooms out. No server round trip on zoom, no JavaScript.
 
 On top, in the same coordinates, plotly holds what must react (the hit layer, ``hits.py``; this figure has
 every bar, the app sends only those near the viewport):
@@ -54,11 +54,11 @@ FAILED_WINDOW = (900.0, 600.0)  # points shown around the failing op in a failed
 START_SCALE = picture.LOD_SCALE["s"] * 1.15
 # px per point from which a view counts as readable (op names drawn) at the nominal plot size: a notch above
 # the level of detail's threshold, since real plots are smaller (about 1000 x 650 px in a 1400 x 900 window
-# with the details panel, 950 x 550 on a 1366 x 768 laptop): at the bare threshold CLIP's default view showed
-# no text
+# with the details panel, 950 x 550 on a 1366 x 768 laptop): at the bare threshold a view such as CLIP's
+# default one shows no text in them
 READABLE_SCALE = picture.LOD_SCALE["o"] * 1.15
-# points per side of the picture's tiles (render/tiles.py; chosen by bench/bench_zoom_parts.py, see the
-# README)
+# points per side of the picture's tiles (render/svg/tiles.py; the fastest zoom step of the sizes
+# bench/bench_zoom_parts.py compares)
 TILE_PT = 1200.0
 SCROLL_CONFIG = {"scrollZoom": True, "displaylogo": False, "doubleClick": "reset"}
 
@@ -194,8 +194,8 @@ def figure_dict(
     picture_source: Callable[[str], str] = picture.data_uri,
 ) -> dict[str, Any]:
     """``make_figure``'s figure as plain JSON-able dicts (``{"data", "layout"}``), not validated: what the app
-    sends (building and validating a ``go.Figure`` of an 80-layer view, then reading it back as dicts, cost
-    the app's cold first figure about 1.9 s).
+    sends (building and validating a ``go.Figure`` of an 80-layer view, then reading it back as dicts, costs
+    a cold first figure about a second more; bench/bench_figure_build.py compares the two).
 
     ``highlight`` outlines one visible node or expanded cluster (a search hit). ``labels=False`` draws no text
     and ``details=False`` no shape lines or edge labels (default for both: drawn, as the zoom allows; hover
