@@ -7,8 +7,7 @@ The page's HTML carries the first view's own pictures (the figure's layout image
 Dash's scripts, and paints them where plotly will draw them, at the scale the figure starts at. The HTML grows
 by a few hundred bytes whatever the view's size, and plotly then draws the same URLs from the browser's memory
 cache. A CSS rule hides the picture once plotly has drawn. No JavaScript; it takes no clicks
-(``pointer-events:
-none``): the graph becomes interactive when plotly has drawn, as before.
+(``pointer-events: none``): the graph becomes interactive when plotly has drawn, as it does without it.
 
 Where each image goes is worked out by CSS from the plot's size, which the server does not know: the plot area
 is a size container, and an image's scale is ``min(plot width / x range, plot height / y range)`` (plotly's
