@@ -200,7 +200,7 @@ def figure_dict(
     ``highlight`` outlines one visible node or expanded cluster (a search hit). ``labels=False`` draws no text
     and ``details=False`` no shape lines or edge labels (default for both: drawn, as the zoom allows; hover
     shows them either way). ``paint`` (paint.py) recolours boxes, adds hover lines and a colour bar: colour by
-    cost, a diff. ``tile``: the picture is cut into images about this many points square (render/tiles.py:
+    cost, a diff. ``tile``: the picture is cut into images about this many points square (render/svg/tiles.py:
     a zoom step then costs the browser only the images on screen); None: one image. ``picture_source``: what
     each image's ``source`` is made from its SVG text (default: a self-contained data URI; the app stores
     the SVG and serves it by URL instead, without encoding it first).

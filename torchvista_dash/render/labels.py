@@ -21,7 +21,7 @@ from torchvista_dash.render.style import CLOSE_MARK
 from torchvista_dash.view.types import VisibleGraph
 
 FONT_FAMILY = "Helvetica, Arial, 'Liberation Sans', 'DejaVu Sans', sans-serif"
-LABEL_PT = 11.0  # the layout sizes boxes for labels at this size (layout/dot.py FONT_SIZE)
+LABEL_PT = 11.0  # the layout sizes boxes for labels at this size (layout/single/dot.py FONT_SIZE)
 SUB_PT = 9.0
 HEADER_PT = 10.0  # the layout reserves cluster headers for this size
 EDGE_PT = 8.0

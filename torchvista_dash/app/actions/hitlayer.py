@@ -30,7 +30,7 @@ from torchvista_dash.render import hits
 from torchvista_dash.render.viewport import Ranges
 from torchvista_dash.view.types import ViewSpec
 
-MIN_CULLED = 1000  # bars: a smaller view keeps them all (as render/tiles.py keeps one image below 1,000)
+MIN_CULLED = 1000  # bars: a smaller view keeps them all (as render/svg/tiles.py keeps one image below 1,000)
 MIN_PX = 3.0  # a bar whose shorter side is drawn smaller is not a click target anyone aims at
 ZOOM_SLACK = 2.0  # bars down to MIN_PX / ZOOM_SLACK are sent: zooming in 2x needs no new bars
 PADS = (1.0, 0.25)  # viewports of bars sent on each side of the viewport (the second: past MAX_BARS)

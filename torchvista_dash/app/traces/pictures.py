@@ -1,7 +1,7 @@
 """Where a figure's pictures go: at their own URL on the Dash server, not inside every figure the browser is
 sent.
 
-A view's picture (render/picture.py) is most of its figure: 3.8 MB of SVG at an 80-layer every-op view, a
+A view's picture (render/svg/picture.py) is most of its figure: 3.8 MB of SVG at an 80-layer every-op view, a
 5.1 MB ``data:`` URI inside the figure JSON, resent at every click. Served instead at
 ``<prefix>_tvd/picture/<key>.svg``, keyed by a hash of its bytes, the figure carries a short URL: a click
 sends only the hit layer, the browser fetches each picture once (and keeps it: the URL never changes meaning,
