@@ -1,4 +1,5 @@
-"""Layout → plotly Figure (``make_figure``) and static files (``render.export.export``).
+"""Layout → plotly Figure (``make_figure``) and static files (``render.static``, written by
+``pipeline.export``).
 
 What the app can rely on in a figure from ``make_figure``:
 

@@ -83,8 +83,8 @@ class ModelGraph(html.Div):
     ``height``: CSS height of the plot. Options, by name (``options.ViewOptions``/``DrawOptions``): ``depth``
     (module levels open at first, ``None``: every op), ``theme`` ("light", "dark"), ``rankdir`` ("TB", "LR"),
     ``fold_repeats``, ``show_params``, ``labels``, ``details``; or whole ``view=``/``draw=`` objects;
-    ``spec``: an exact first view (``view.make_spec``), as a shared link names it. Other keywords go to the
-    outer ``html.Div``.
+    ``spec``: an exact first view (``view.build.make_spec``), as a shared link names it. Other keywords go to
+    the outer ``html.Div``.
     """
 
     ids = _ids

@@ -83,8 +83,8 @@ class _Html:
 
 
 def _a(**attrs: Any) -> dict[str, Any]:
-    """Attribute values quoted once, here, with layout.dot's quoting (HTML labels as they are): pydot writes
-    non-str values as given, and its own per-character quoting scan would be about half the time of the
+    """Attribute values quoted once, here, with layout.single.dot's quoting (HTML labels as they are): pydot
+    writes non-str values as given, and its own per-character quoting scan would be about half the time of the
     static DOT."""
     return {
         k: (_Html(v) if v.startswith("<") else Quoted(v)) if isinstance(v, str) else v

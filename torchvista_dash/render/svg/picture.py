@@ -9,8 +9,8 @@ Level of detail lives inside the SVG as CSS media queries. An SVG drawn as an im
 size the image is drawn at, so ``@media (max-width: …)`` there reads the current zoom: below a scale (pixels
 per point) the shape lines and edge labels go, then op names, then module names and headers, as maps do. Above
 a scale the text stops growing (``MAX_TEXT_PX``). Every label is shortened with "…" to fit its box at the
-layout's own font estimate (``layout.dot.text_width``), so no label spills out of its box or over a neighbour
-at any zoom.
+layout's own font estimate (``layout.single.dot.text_width``), so no label spills out of its box or over a
+neighbour at any zoom.
 """
 
 from __future__ import annotations
