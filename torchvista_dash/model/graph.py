@@ -199,7 +199,11 @@ class Graph:
 
     @property
     def total_params(self) -> int:
-        """Parameters of the whole model, each module's own counted once."""
+        """Parameters of the whole model, each counted once (a tied weight too): the root call's count, else
+        each module's own summed."""
+        root = self.root
+        if root is not None and root.qualname == "":
+            return root.num_params
         seen: set[str] = set()
         total = 0
         for c in self.module_calls:
