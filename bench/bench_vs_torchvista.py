@@ -71,7 +71,7 @@ COMMAND = ".venv/bin/python bench/bench_vs_torchvista.py"
 TIMEOUT_MS = 240_000
 SERVE_TIMEOUT_S = 300
 EVERY_OP_QUERY = (
-    "?fold_repeats=0"  # the page's address unfolds (app/links.py); `serve --no-fold-repeats` would
+    "?fold_repeats=0"  # the page's address unfolds (app/actions/links.py); `serve --no-fold-repeats` would
 )
 # lay that view out before the first load, and the "cold" column measures a load the server has not prepared
 SLOW_MS = 10_000
@@ -90,7 +90,7 @@ TV_NAMES = """() => { const uid = document.querySelector('[id^="graph_"]').id.sl
   return Array.from(document.querySelectorAll('.boundary-box_' + uid)).map(g => { const d = g.__data__;
     return String(Array.isArray(d) ? d[0] : d); }); }"""
 # the view's boxes and clusters (the figure's meta; a figure from before it said so carried every hit bar),
-# and the hit bars the figure carries (the app sends only those near the viewport, app/hitlayer.py)
+# and the hit bars the figure carries (the app sends only those near the viewport, app/actions/hitlayer.py)
 OURS_COUNTS = """(d) => { const gd = document.getElementById(d).querySelector('.js-plotly-plot');
   const n = name => { const t = (gd.data || []).find(t => t.name === name);
     return t ? t.customdata.length : 0; };
@@ -260,7 +260,7 @@ def ours(browser: Any, name: str, block: str, loads: int, clicks: int, code: Pat
         _ours_click(page, block, "clusters:headers", "clusters:headers", False)
         opens, closes = [], []
         calls: list[Any] = []  # the click's finished callback requests
-        fetched: list[Any] = []  # and the pictures it fetched (app/pictures.py's route)
+        fetched: list[Any] = []  # and the pictures it fetched (app/traces/pictures.py's route)
         page.on(
             "requestfinished",
             lambda r: (
@@ -335,8 +335,7 @@ def export_torchvista(model: Any, inputs: Any, out: Path) -> Path:
 
 def export_bounded(name: str, out: Path, timeout_s: float) -> Path | None:
     """torchvista's export of model ``name`` (TV_BUILD: its real-weights twin) in a process of its own, which
-    is
-    stopped after ``timeout_s``: None then."""
+    is stopped after ``timeout_s``: None then."""
     build = TV_BUILD.get(name, name)
     code = (
         f"import sys; sys.path.insert(0, {str(ROOT)!r}); from pathlib import Path; "

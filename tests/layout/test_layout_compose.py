@@ -1,5 +1,6 @@
-"""The layout by module (``layout.compose``) with the real ``dot``: composition invariants, reuse of identical
-interiors (counted in dot runs), a toggle re-laying out only its chain, determinism, progress, big views."""
+"""The layout by module (``layout.composed.compose``) with the real ``dot``: composition invariants, reuse of
+identical interiors (counted in dot runs), a toggle re-laying out only its chain, determinism, progress, big
+views."""
 
 from __future__ import annotations
 

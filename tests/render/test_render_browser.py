@@ -185,9 +185,9 @@ def test_equal_aspect_and_whole_graph_in_view(loaded):
 
 
 def test_a_big_view_is_tiles_and_a_label_across_their_border_is_drawn_whole(browser, tmp_path):
-    """A view bigger than a tile is several images (render/tiles.py); at the start only some are on screen,
-    and zoomed in on a box that lies across two tiles, its label is drawn, with ink on both sides of the
-    border."""
+    """A view bigger than a tile is several images (render/svg/tiles.py); at the start only some are on
+    screen, and zoomed in on a box that lies across two tiles, its label is drawn, with ink on both sides of
+    the border."""
     g, vg, lay = grid_case(MIN_TILED_BOXES)
     meta = make_figure(g, vg, lay).layout.meta["torchvista_dash"]
     ext, bounds = tuple(meta["picture"]), tuple(meta["bounds"])

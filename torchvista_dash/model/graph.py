@@ -332,7 +332,8 @@ class Graph:
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """No cyclic-GC passes while building (or writing out) a whole graph: millions of new objects, none in a
-    cycle, so every pass over them was pure cost (7x the time of ``to_dict`` on 50,000 nodes)."""
+    cycle, so every pass over them is pure cost (on big graphs, several times what ``to_dict`` itself
+    takes)."""
     collecting = gc.isenabled()
     gc.disable()
     try:

@@ -20,8 +20,9 @@ Rankdir = Literal["TB", "LR", "BT", "RL"]
 THEMES: tuple[ThemeName, ...] = ("light", "dark")
 COLOR_BY: tuple[str, ...] = metric_names()  # what boxes can be coloured by (the metric registry's, at import)
 RANKDIRS: tuple[Rankdir, ...] = ("TB", "LR", "BT", "RL")
-# boxes; over it a view collapses its deepest open calls. A guard only: the layout goes module by module
-# (layout.compose), so a view the user asks for is the view drawn (Llama-3-70B every op: 5,400 boxes, seconds)
+# The most boxes a view draws; over it a view collapses its deepest open calls. A guard only: the layout goes
+# module by module (layout.composed.compose), so a view the user asks for is the view drawn (Llama-3-70B every
+# op, 5,400 boxes, lays out in under a second: bench/bench_layout_scale.py)
 DEFAULT_NODE_BUDGET = 50_000
 EVERYTHING = -1  # the depth control's and the CLI's "every op" (depth=None)
 

@@ -1,11 +1,11 @@
 """The hit layer: invisible bars over every box and header row (clicks and hover anywhere on them), and the
 part of it worth sending for one viewport.
 
-Plotly redraws every bar at every relayout, on screen or not (measured: 342 ms of a 352 ms zoom step at 5,600
-boxes, ``bench/bench_zoom_parts.py``). A figure with a server behind it (the app) therefore carries only the
-bars near the viewport that are drawn big enough to click (``cull``), and gets the bars of a new viewport when
-the user zooms or pans far (app/hitlayer.py). A figure without a server (exports, ``Trace.figure()``) keeps
-every bar (``hit_traces``).
+Plotly redraws every bar at every relayout, on screen or not: at thousands of boxes that is most of a zoom
+step (``bench/bench_zoom_parts.py``, column "hit bars only"). A figure with a server behind it (the app)
+therefore carries only the bars near the viewport that are drawn big enough to click (``cull``), and gets the
+bars of a new viewport when the user zooms or pans far (app/actions/hitlayer.py). A figure without a server
+(exports, ``Trace.figure()``) keeps every bar (``hit_traces``).
 
 Both work on the figure's plain trace dicts, so the app culls a cached figure's JSON without plotly objects.
 """

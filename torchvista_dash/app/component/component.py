@@ -69,8 +69,7 @@ def first_nonfinite_button(cid: dict[str, Any], graph: Graph) -> html.Button:
 
 def color_by_control(cid: dict[str, Any], graph: Graph, value: str | None) -> dcc.Dropdown:
     """The "colour by" menu: boxes coloured by a cost, with a colour bar (metrics the trace lacks are
-    disabled,
-    e.g. time in a trace made without ``timing=True``)."""
+    disabled, e.g. time in a trace made without ``timing=True``)."""
     from torchvista_dash.model.metrics import REGISTRY, has_metric
 
     options = [{"label": "colour by: kind", "value": ""}] + [
@@ -100,8 +99,8 @@ class ModelGraph(html.Div):
     ``height``: CSS height of the plot. Options, by name (``options.ViewOptions``/``DrawOptions``): ``depth``
     (module levels open at first, ``None``: every op), ``theme`` ("light", "dark"), ``rankdir`` ("TB", "LR"),
     ``fold_repeats``, ``show_params``, ``labels``, ``details``; or whole ``view=``/``draw=`` objects;
-    ``spec``: an exact first view (``view.make_spec``), as a shared link names it. Other keywords go to the
-    outer ``html.Div``.
+    ``spec``: an exact first view (``view.build.make_spec``), as a shared link names it. Other keywords go to
+    the outer ``html.Div``.
     """
 
     ids = _ids

@@ -2,13 +2,12 @@
 
 A Dash page draws nothing until its scripts have run, the renderer has fetched the layout and React has
 mounted: about half a second on a cold browser cache, a floor of Dash's own (bench/bench_dash_floor.py).
-The page's HTML carries the first view's own pictures (the figure's layout images, render/picture.py) as
+The page's HTML carries the first view's own pictures (the figure's layout images, render/svg/picture.py) as
 ``<img>`` elements of their URLs on the picture route (pictures.py): the browser fetches them at once, beside
 Dash's scripts, and paints them where plotly will draw them, at the scale the figure starts at. The HTML grows
 by a few hundred bytes whatever the view's size, and plotly then draws the same URLs from the browser's memory
 cache. A CSS rule hides the picture once plotly has drawn. No JavaScript; it takes no clicks
-(``pointer-events:
-none``): the graph becomes interactive when plotly has drawn, as before.
+(``pointer-events: none``): the graph becomes interactive when plotly has drawn, as it does without it.
 
 Where each image goes is worked out by CSS from the plot's size, which the server does not know: the plot area
 is a size container, and an image's scale is ``min(plot width / x range, plot height / y range)`` (plotly's

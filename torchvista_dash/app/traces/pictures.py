@@ -1,7 +1,7 @@
 """Where a figure's pictures go: at their own URL on the Dash server, not inside every figure the browser is
 sent.
 
-A view's picture (render/picture.py) is most of its figure: 3.8 MB of SVG at an 80-layer every-op view, a
+A view's picture (render/svg/picture.py) is most of its figure: 3.8 MB of SVG at an 80-layer every-op view, a
 5.1 MB ``data:`` URI inside the figure JSON, resent at every click. Served instead at
 ``<prefix>_tvd/picture/<key>.svg``, keyed by a hash of its bytes, the figure carries a short URL: a click
 sends only the hit layer, the browser fetches each picture once (and keeps it: the URL never changes meaning,
@@ -152,13 +152,14 @@ class Drawn:
     @functools.cached_property
     def nbytes(self) -> int:
         """About what this holds in memory: its pictures' SVG and its dicts, which take about five times their
-        JSON text (measured on an 80-layer Llama every-op figure: 1.9 MB of JSON, 28 MB with its pictures)."""
+        JSON text (an 80-layer Llama every-op figure: 1.9 MB of JSON, 28 MB in memory with its pictures)."""
         return sum(pic.size for _, pic in self.pictures) + 5 * _json_size(self.figure)
 
 
 def _json_size(value: Any) -> int:
-    """About the length of ``value``'s JSON text, without writing it (json.dumps took 33 ms on an 80-layer
-    figure, on a click's path): strings and numbers summed by C-level maps, containers walked."""
+    """About the length of ``value``'s JSON text, without writing it (json.dumps of an 80-layer figure takes
+    tens of milliseconds, on a click's path): strings and numbers summed by C-level maps, containers
+    walked."""
     if isinstance(value, str):
         return len(value) + 2
     if isinstance(value, dict):

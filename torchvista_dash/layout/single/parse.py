@@ -119,8 +119,8 @@ def spline_polylines(positions: list[str]) -> list[tuple[Point, ...]]:
 class LayoutReader:
     """Builds a Layout from dot's JSON objects and edges, given in batches in dot's order.
 
-    ``parse_json`` gives it a whole document; ``layout.stream`` gives it each run of complete elements while
-    dot is still writing the rest, so most of the reading happens before dot has finished.
+    ``parse_json`` gives it a whole document; ``layout.graphviz.stream`` gives it each run of complete
+    elements while dot is still writing the rest, so most of the reading happens before dot has finished.
     """
 
     def __init__(self, vg: VisibleGraph, names: DotNames, rankdir: str) -> None:
