@@ -244,16 +244,9 @@ def from_exported(program: Any, *, name: str | None = None, flops: bool = True) 
     """The Trace of a ``torch.export.ExportedProgram``, drawn like a live trace of the same model: module
     boxes from each op's ``nn_module_stack``, shapes from ``meta["val"]`` (symbolic sizes as ``s0``),
     parameters from the graph signature, FLOPs from the same formulas (``flops=False`` skips them)."""
-    import torch
-
     from torchvista_dash import __version__
     from torchvista_dash.frontends.export import graph_of_program
 
-    if not isinstance(program, torch.export.ExportedProgram):
-        raise TypeError(
-            f"from_exported needs a torch.export.ExportedProgram, not {type(program).__name__} "
-            f"(torch.export.export(model, args) gives one; for a torch.fx.GraphModule use from_fx)"
-        )
     graph = graph_of_program(program, name=name, versions=(("torchvista_dash", __version__),), flops=flops)
     return Trace(graph)
 
@@ -262,16 +255,9 @@ def from_fx(module: Any, *, name: str | None = None, flops: bool = True) -> Trac
     """The Trace of a ``torch.fx.GraphModule`` (``symbolic_trace``, a compiler pass): its ``call_module``
     nodes and module stacks as module boxes, shapes where the graph records them (``ShapeProp``,
     ``meta["val"]``); a graph without any says so in a note and draws without shapes."""
-    import torch
-
     from torchvista_dash import __version__
     from torchvista_dash.frontends.fx import graph_of_fx
 
-    if not isinstance(module, torch.fx.GraphModule):
-        raise TypeError(
-            f"from_fx needs a torch.fx.GraphModule, not {type(module).__name__} "
-            f"(torch.fx.symbolic_trace(model) gives one; for an ExportedProgram use from_exported)"
-        )
     graph = graph_of_fx(module, name=name, versions=(("torchvista_dash", __version__),), flops=flops)
     return Trace(graph)
 

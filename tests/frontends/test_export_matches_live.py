@@ -21,7 +21,8 @@ from torchvista_dash.model.graph import Graph
 
 
 def _no_op_calls(g: Graph) -> set[str]:
-    """Calls whose whole subtree ran no op but a pass-through ``identity`` (the live tracer's box for them)."""
+    """Calls whose whole subtree ran no op but a pass-through ``identity`` (the live tracer's box for
+    them)."""
     ops: dict[str, list[str]] = {}
     for n in g.nodes:
         if n.kind == "op":
@@ -48,7 +49,9 @@ def boundary_shapes(g: Graph) -> dict[str, tuple[Counter[Any], Counter[Any]]]:
             continue
         mine = inside.get(c.id, set())
         ins = {e.tensor: (e.meta.shape, e.meta.dtype) for e in g.edges if e.dst in mine and e.src not in mine}
-        outs = {e.tensor: (e.meta.shape, e.meta.dtype) for e in g.edges if e.src in mine and e.dst not in mine}
+        outs = {
+            e.tensor: (e.meta.shape, e.meta.dtype) for e in g.edges if e.src in mine and e.dst not in mine
+        }
         out[c.id] = (Counter(ins.values()), Counter(outs.values()))
     return out
 
@@ -59,7 +62,9 @@ def assert_same_structure(exported: Graph, live: Graph) -> None:
     wrong = [cid for cid in b if a.get(cid) != b[cid]]
     assert not wrong, {cid: (a.get(cid), b[cid]) for cid in wrong[:3]}
     ios = [(n.kind, n.name, n.outputs[0].shape) for n in live.nodes if n.kind in ("input", "output")]
-    assert [(n.kind, n.name, n.outputs[0].shape) for n in exported.nodes if n.kind in ("input", "output")] == ios
+    assert [
+        (n.kind, n.name, n.outputs[0].shape) for n in exported.nodes if n.kind in ("input", "output")
+    ] == ios
 
 
 def _compare(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Graph:
@@ -101,7 +106,9 @@ class _Bottleneck(nn.Module):
         self.conv3 = nn.Conv2d(mid, mid * 4, 1, bias=False)
         self.bn3 = nn.BatchNorm2d(mid * 4)
         self.relu = nn.ReLU()
-        self.downsample = nn.Sequential(nn.Conv2d(cin, mid * 4, 1, stride, bias=False), nn.BatchNorm2d(mid * 4))
+        self.downsample = nn.Sequential(
+            nn.Conv2d(cin, mid * 4, 1, stride, bias=False), nn.BatchNorm2d(mid * 4)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = self.relu(self.bn1(self.conv1(x)))

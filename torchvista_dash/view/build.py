@@ -213,7 +213,11 @@ def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
             if gid in spec.expanded:
                 node_rep[n.id] = (n.id, None)
                 vis[n.id] = VisibleNode(
-                    n.id, n.kind, label_text(n.name), gid, sublabel=label_text(tensor_shape_text(n.outputs[0]))
+                    n.id,
+                    n.kind,
+                    label_text(n.name),
+                    gid,
+                    sublabel=label_text(tensor_shape_text(n.outputs[0])),
                 )
                 if gid not in open_io:
                     open_io.append(gid)

@@ -33,7 +33,8 @@ class ProgramLoadError(TraceFormatError):
 
 
 def is_program_path(path: str | Path) -> bool:
-    """Does ``path`` name a saved torch.export program (by its extension: contents never choose the reader)?"""
+    """Does ``path`` name a saved torch.export program? By its extension: contents never choose the
+    reader."""
     return Path(path).suffix.lower() in PROGRAM_SUFFIXES
 
 

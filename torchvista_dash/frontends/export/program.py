@@ -33,6 +33,11 @@ def graph_of_program(
     flops: bool = True,
 ) -> Graph:
     """The Graph of ``ep`` (see the module docstring)."""
+    if not isinstance(ep, torch.export.ExportedProgram):
+        raise TypeError(
+            f"from_exported needs a torch.export.ExportedProgram, not {type(ep).__name__} "
+            f"(torch.export.export(model, args) gives one; for a torch.fx.GraphModule use from_fx)"
+        )
     sig = ep.graph_signature
     placeholders = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
     roles: dict[str, Role] = {}
@@ -52,7 +57,7 @@ def graph_of_program(
             roles[arg_name] = Role("parameter", spec.target)
             node = placeholders.get(arg_name)
             metas = tensor_metas(node.meta) if node is not None else None
-            if metas:
+            if node is not None and metas:
                 is_param = spec.kind == InputKind.PARAMETER
                 params[spec.target] = ParamInfo(
                     name=spec.target.rpartition(".")[2],

@@ -20,7 +20,8 @@ StackEntry = tuple[str, str, str]  # (key, qualname, class path)
 
 
 def stack_of(meta: Mapping[str, Any]) -> list[StackEntry]:
-    """The open calls of an FX node, outermost first, from its ``nn_module_stack`` (empty when it has none)."""
+    """The open calls of an FX node, outermost first, from its ``nn_module_stack`` (empty when it has
+    none)."""
     raw = meta.get("nn_module_stack")
     if not isinstance(raw, Mapping):
         return []

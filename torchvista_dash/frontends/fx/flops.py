@@ -16,7 +16,6 @@ from torchvista_dash.frontends.trace.cost import FlopMeter
 from torchvista_dash.model.graph import TensorMeta
 
 
-
 class OpCounter:
     """Counts each FX op node's FLOPs (``count``); a node the meter cannot run counts 0."""
 

@@ -1,10 +1,10 @@
 """A ``torch.fx.GraphModule`` as a Graph: what ``symbolic_trace`` or a compiler pass produced.
 
-Placeholders are the user inputs; a ``get_attr`` of a parameter or buffer is that parameter (drawn in each call
-that reads it), of another tensor a constant. Each ``call_module`` node is a call of that submodule (one box
-holding one op named after its class), nested in the calls its module stack names; the root is the traced
-model. Shapes come from ``ShapeProp`` (``meta["tensor_meta"]``) or ``meta["val"]``; a graph that records
-none draws without shapes and says so in a note (``ShapeProp(gm).propagate(*inputs)`` adds them).
+Placeholders are the user inputs; a ``get_attr`` of a parameter or buffer is that parameter (drawn in each
+call that reads it), of another tensor a constant. Each ``call_module`` node is a call of that submodule
+(one box holding one op named after its class), nested in the calls its module stack names; the root is the
+traced model. Shapes come from ``ShapeProp`` (``meta["tensor_meta"]``) or ``meta["val"]``; a graph that
+records none draws without shapes and says so in a note (``ShapeProp(gm).propagate(*inputs)`` adds them).
 """
 
 from __future__ import annotations
@@ -32,6 +32,11 @@ def graph_of_fx(
     flops: bool = True,
 ) -> Graph:
     """The Graph of ``gm`` (see the module docstring)."""
+    if not isinstance(gm, torch.fx.GraphModule):
+        raise TypeError(
+            f"from_fx needs a torch.fx.GraphModule, not {type(gm).__name__} "
+            f"(torch.fx.symbolic_trace(model) gives one; for an ExportedProgram use from_exported)"
+        )
     root_cls = f"{type(gm).__module__}.{type(gm).__name__}"
     roles: dict[str, Role] = {}
     param_names = {id(p): q for q, p in gm.named_parameters()}
@@ -44,7 +49,9 @@ def graph_of_fx(
             if isinstance(value, torch.Tensor):
                 q = param_names.get(id(value)) or buffer_names.get(id(value))
                 meta = _meta_of(value)
-                roles[node.name] = Role("parameter", q, meta) if q else Role("constant", str(node.target), meta)
+                roles[node.name] = (
+                    Role("parameter", q, meta) if q else Role("constant", str(node.target), meta)
+                )
 
     def stack(node: torch.fx.Node) -> list[StackEntry]:
         entries = [(_ROOT_KEY, "", root_cls), *stack_of(node.meta)]

@@ -200,7 +200,9 @@ def read_fx(
         for pos, (src, tname, meta) in in_edges:
             res.edges.append(Edge(src=src, dst=nid, tensor=tname, meta=meta, dst_arg=pos))
         entries = [(nid, f"{nid}/{k}", m) for k, m in enumerate(metas)]
-        values[fx_node.name] = _Value(entries, meta_text(metas[0]) if len(metas) == 1 else f"{len(metas)} tensors")
+        values[fx_node.name] = _Value(
+            entries, meta_text(metas[0]) if len(metas) == 1 else f"{len(metas)} tensors"
+        )
     return res
 
 

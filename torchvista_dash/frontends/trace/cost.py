@@ -160,7 +160,6 @@ class FlopMeter:
                 self.known[exact] = self.last
         return out
 
-
     def count(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
         """The FLOPs of ``func(*args, **kwargs)``, for a source that only needs the number (a saved program's
         ops on meta tensors): a call whose count is already known is not run at all."""
