@@ -1,7 +1,8 @@
 """``python -m torchvista_dash serve|export|diff``: the gallery, a saved trace or a model function, served or
 exported; ``diff A B`` compares two of them.
 
-TARGET is one of: a saved trace (``trace.json``), ``package.module:function`` (a function returning
+TARGET is one of: a saved trace (``trace.json``), a saved torch.export program (``model.pt2``, read with
+``torch.export.load``: only files you chose), ``package.module:function`` (a function returning
 ``(model, inputs)`` or ``(model, args, kwargs)``), or the name of a built-in demo (``gpt``); ``serve``
 also takes a folder of saved traces (a gallery of them).
 Every bad input ends in one ``error: ...`` line that says what to do, and a non-zero exit; a user function
@@ -66,9 +67,15 @@ def _resolve(target: str) -> Trace:
         try:
             return load_trace(path)
         except TraceFormatError as exc:
-            raise CLIError(f"{target}: {exc}") from None
+            text = str(exc)  # a program's errors already start with its file's name
+            raise CLIError(text if text.startswith(path.name + " ") else f"{target}: {text}") from None
         except OSError as exc:
             raise CLIError(f"cannot read {target}: {exc.strerror or exc}") from None
+    if target.endswith(".pt2"):
+        raise CLIError(
+            f"no such program file: {target} (save one with torch.export.save(exported_program, "
+            f"'{path.name}'))"
+        )
     if target.endswith(".json") or "/" in target or "\\" in target:
         raise CLIError(
             f"no such trace file: {target} (save one with trace.save('{path.name}') or "
@@ -81,8 +88,8 @@ def _resolve(target: str) -> Trace:
 
         return demo_trace(target)
     raise CLIError(
-        f"don't know what {target!r} is: give a saved trace (file.json), module:function "
-        f"returning (model, inputs), or a demo name ({', '.join(_demo_names())})"
+        f"don't know what {target!r} is: give a saved trace (file.json), a torch.export program (file.pt2), "
+        f"module:function returning (model, inputs), or a demo name ({', '.join(_demo_names())})"
     )
 
 
@@ -411,8 +418,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", required=True)
     target_help = (
-        "a saved trace (file.json), module:function returning (model, inputs) or (model, args, kwargs), "
-        "or a demo name"
+        "a saved trace (file.json) or torch.export program (file.pt2), module:function returning "
+        "(model, inputs) or (model, args, kwargs), or a demo name"
     )
     s = sub.add_parser("serve", help="serve the interactive graph (no TARGET: the gallery of demo models)")
     s.add_argument(
