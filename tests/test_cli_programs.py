@@ -101,3 +101,26 @@ def test_nothing_in_the_app_reads_programs() -> None:
                 assert not node.module.startswith("torchvista_dash.frontends"), path
             if isinstance(node, ast.Attribute):
                 assert node.attr not in ("load_program", "from_exported"), path
+
+
+def test_the_gallery_has_an_exported_program_demo(tmp_path: Path) -> None:
+    """`serve` (the gallery): ``?demo=gpt-export`` draws the GPT demo from its ExportedProgram, built in code
+    at startup of that demo (nothing downloaded)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "torchvista_dash", "serve", "--port", "0"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = served_url(proc)
+        page = url + "?demo=gpt-export"
+        layout = requests.get(url + "_dash-layout", headers={"Referer": page}, timeout=120)
+        assert layout.status_code == 200
+        text = layout.text
+        assert "GPT-style decoder, from torch.export" in text and "GPTBlock" in text
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
