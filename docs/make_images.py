@@ -139,7 +139,8 @@ def main() -> None:
         srv.stop()
     exports()
     time.sleep(0.1)
-    shots = ("gallery", "expanded", "failed", "dark", "first_picture", "cost_flops", "diff_gpt2", "exported_gpt")
+    shots = ("gallery", "expanded", "failed", "dark", "first_picture", "cost_flops", "diff_gpt2")
+    shots += ("exported_gpt",)
     for name in shots:
         print(OUT / f"{name}.png")
 

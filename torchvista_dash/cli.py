@@ -47,7 +47,7 @@ def _demo_names() -> list[str]:
     return list(DEMOS)
 
 
-def resolve_target(target: str) -> Trace:
+def resolve_target(target: str, allow_pickle: bool = False) -> Trace:
     """Turn a TARGET string into a Trace (see the module docstring for the forms).
 
     A failed forward pass gives no warning here: the command prints its own, once."""
@@ -55,17 +55,17 @@ def resolve_target(target: str) -> Trace:
         warnings.filterwarnings(
             "ignore", message=r".*\bforward pass (failed|of .* raised)", category=UserWarning
         )
-        return _resolve(target)
+        return _resolve(target, allow_pickle)
 
 
-def _resolve(target: str) -> Trace:
+def _resolve(target: str, allow_pickle: bool = False) -> Trace:
     from torchvista_dash import load_trace
     from torchvista_dash.model.graph import TraceFormatError
 
     path = Path(target)
     if path.is_file():
         try:
-            return load_trace(path)
+            return load_trace(path, allow_pickle=allow_pickle)
         except TraceFormatError as exc:
             text = str(exc)  # a program's errors already start with its file's name
             raise CLIError(text if text.startswith(path.name + " ") else f"{target}: {text}") from None
@@ -265,7 +265,7 @@ def _serve(ns: argparse.Namespace) -> int:
             print(f"warning: skipping {line}", file=sys.stderr)
         options.update(gallery=gallery, title=gallery.title)
     else:
-        trace = resolve_target(ns.target)
+        trace = resolve_target(ns.target, ns.allow_pickle)
         err = trace.graph.error
         if err is not None:
             print(
@@ -294,7 +294,7 @@ def _export(ns: argparse.Namespace) -> int:
         raise CLIError(str(exc)) from None
     if not out.parent.exists():
         raise CLIError(f"the folder {out.parent} does not exist; create it first")
-    trace = resolve_target(ns.target)
+    trace = resolve_target(ns.target, ns.allow_pickle)
     if fmt != "json":
         _check_settings()
     from torchvista_dash.layout import reporting
@@ -328,7 +328,7 @@ def _export(ns: argparse.Namespace) -> int:
 def _diff(ns: argparse.Namespace) -> int:
     from torchvista_dash.compare import compare
 
-    a, b = resolve_target(ns.a), resolve_target(ns.b)
+    a, b = resolve_target(ns.a, ns.allow_pickle), resolve_target(ns.b, ns.allow_pickle)
     d = compare(a, b)
     s = d.summary()
     print(
@@ -411,6 +411,15 @@ def _view_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _pickle_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--allow-pickle",
+        action="store_true",
+        help="open a .pt2 that holds pickled objects (loading it runs the code they name: only for files "
+        "you trust)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     first, rest = (__doc__ or "").replace("``", "").split("\n\n", 1)
     p = argparse.ArgumentParser(
@@ -437,6 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _view_options(s)
     _color_by_option(s)
+    _pickle_option(s)
     s.set_defaults(func=_serve)
     e = sub.add_parser("export", help="write the picture (html, svg, png, pdf) or the trace (json)")
     e.add_argument("target", help=target_help)
@@ -444,6 +454,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--format", choices=EXPORT_FORMATS, help="override the format the extension implies")
     _view_options(e)
     _color_by_option(e)
+    _pickle_option(e)
     e.set_defaults(func=_export)
     d = sub.add_parser(
         "diff", help="compare two traces: serve the diff drawn as one graph, or export it with -o"
@@ -465,6 +476,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also answer requests for this Host name (see serve)",
     )
     _view_options(d)
+    _pickle_option(d)
     d.set_defaults(func=_diff)
     return p
 

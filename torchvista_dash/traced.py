@@ -262,15 +262,16 @@ def from_fx(module: Any, *, name: str | None = None, flops: bool = True) -> Trac
     return Trace(graph)
 
 
-def load_trace(path: str | Path, *, max_bytes: int | None = None) -> Trace:
+def load_trace(path: str | Path, *, max_bytes: int | None = None, allow_pickle: bool = False) -> Trace:
     """Load a trace saved with ``Trace.save`` (JSON only: nothing is unpickled), or a torch.export program
-    saved with ``torch.export.save`` (a ``.pt2`` file: read with ``torch.export.load``, so only for files you
-    chose yourself); anything else is a ``TraceFormatError``. A JSON file over ``max_bytes`` (default:
-    ``graph.trace_size_limit()``) is refused."""
+    saved with ``torch.export.save`` (a ``.pt2`` file, by its extension: read with ``torch.export.load``, so
+    only for files you chose yourself; one holding pickled objects, which loading would run, is refused
+    unless ``allow_pickle=True``); anything else is a ``TraceFormatError``. A JSON file over ``max_bytes``
+    (default: ``graph.trace_size_limit()``) is refused."""
     if Path(path).suffix.lower() == ".pt2":
         from torchvista_dash.frontends.export.load import load_program
 
-        return from_exported(load_program(path))
+        return from_exported(load_program(path, allow_pickle=allow_pickle))
     graph = Graph.load(path, max_bytes=max_bytes)
     if graph.error is not None:
         warnings.warn(

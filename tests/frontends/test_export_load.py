@@ -162,3 +162,57 @@ def test_a_graph_without_module_stacks_is_drawn_flat_with_a_note(tmp_path: Path)
 def test_a_missing_file_is_file_not_found(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="no program file at"):
         load_trace(tmp_path / "absent.pt2")
+
+
+class _RunsCode:
+    """A pickle that runs code when loaded: it touches ``mark`` and unpickles to an empty tuple (the shape
+    torch.export.load expects of a program's example inputs)."""
+
+    def __init__(self, mark: Path) -> None:
+        self.mark = mark
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return eval, (f"(__import__('pathlib').Path({str(self.mark)!r}).touch(), ())[1]",)
+
+
+def test_a_program_whose_pickles_would_run_code_is_refused_unless_trusted(
+    saved: tuple[Path, torch.export.ExportedProgram], tmp_path: Path
+) -> None:
+    """torch.export.load retries example inputs the restricted unpickler refuses with weights_only=False: a
+    hostile .pt2 runs code there. load_trace reads the records first and refuses."""
+    import io
+
+    mark = tmp_path / "ran"
+    buf = io.BytesIO()
+    torch.save(_RunsCode(mark), buf)
+    payload = buf.getvalue()
+
+    def swap(name: str, data: bytes) -> bytes:
+        return payload if name.endswith("sample_inputs/model.pt") else data
+
+    bad = _rewrite(saved[0], tmp_path / "model.pt2", swap)
+    with pytest.raises(
+        TraceFormatError,
+        match=r"model\.pt2 holds pickled objects \(.*sample_inputs/model\.pt\) "
+        r"that torch\.export\.load would unpickle, running whatever code they name: open it only "
+        r"if you trust where it came from, with load_trace\(path, allow_pickle=True\)",
+    ):
+        load_trace(bad)
+    assert not mark.exists()  # refused before torch.export.load saw it
+    t = load_trace(bad, allow_pickle=True)  # trusted: torch.export.load runs it, as it would anyway
+    assert mark.exists() and t.graph.op_count == 2
+
+
+def test_a_weight_stored_as_a_pickle_is_refused(
+    saved: tuple[Path, torch.export.ExportedProgram], tmp_path: Path
+) -> None:
+    def pickled_weight(name: str, data: bytes) -> bytes:
+        if name.endswith("model_weights_config.json"):
+            d = json.loads(data)
+            d["config"]["fc.weight"]["use_pickle"] = True
+            return json.dumps(d).encode()
+        return data
+
+    bad = _rewrite(saved[0], tmp_path / "model.pt2", pickled_weight)
+    with pytest.raises(TraceFormatError, match=r"holds pickled objects \(fc\.weight \(weight_0\)\)"):
+        load_trace(bad)

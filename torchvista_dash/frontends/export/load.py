@@ -1,16 +1,24 @@
 """Reading a saved ``.pt2`` (``torch.export.save``) with one clear sentence for every way it can fail.
 
-``torch.export.load`` is for files the user chose: it rebuilds the program's graph and reads its weights
-(no pickle runs for a ``.pt2`` of this torch's format), but it is torch's own parser of a complex archive,
-so nothing that reaches the package over a network is ever passed to it (the app's uploads take trace JSON
-only). Its failures arrive in several shapes: a ``BadZipFile`` for a truncated file, a ``ValueError`` for an
-archive version it does not read, and for most others a log record holding the real error followed by a bare
+``torch.export.load`` is for files the user chose, and not only because it is torch's own parser of a complex
+archive: it unpickles parts of it with ``torch.load(weights_only=False)`` or ``pickle.loads`` (tensor
+subclasses, custom and opaque objects), and when its example inputs do not load as plain data it tries them
+again with ``weights_only=False``. A pickle runs whatever code it names, so a hostile ``.pt2`` could run
+code in ``torch.export.load``. Before calling it, ``load_program`` therefore reads the archive's records
+itself: every ``.pt`` record must load with ``weights_only=True`` (the restricted unpickler) and no weight or
+constant may be stored as a pickle; a file that needs more is refused unless ``allow_pickle=True`` says the
+user trusts it. Nothing that reaches the package over a network is ever passed here (the app's uploads and
+folders take trace JSON only).
+
+Its failures arrive in several shapes: a ``BadZipFile`` for a truncated file, a ``ValueError`` for an archive
+version it does not read, and for most others a log record holding the real error followed by a bare
 ``RuntimeError`` ("check the warnings above"). The record is captured here instead of printed, and each
 failure becomes one ``TraceFormatError`` that says what is wrong and what to do, with no traceback.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import re
@@ -38,9 +46,10 @@ def is_program_path(path: str | Path) -> bool:
     return Path(path).suffix.lower() in PROGRAM_SUFFIXES
 
 
-def load_program(path: str | Path) -> torch.export.ExportedProgram:
+def load_program(path: str | Path, *, allow_pickle: bool = False) -> torch.export.ExportedProgram:
     """``torch.export.load(path)``, checked: a file that is not a program, is damaged, was saved by another
-    torch, or calls an op this process does not have is a ``ProgramLoadError`` naming the fix."""
+    torch, calls an op this process does not have, or (unless ``allow_pickle``) holds pickled objects that
+    loading would run is a ``ProgramLoadError`` naming the fix."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no program file at {path}")
@@ -64,13 +73,25 @@ def load_program(path: str | Path) -> torch.export.ExportedProgram:
                 f"give a file written by torch.export.save"
             )
         saved_torch = _saved_torch_version(archive, names)
+        if not allow_pickle:
+            pickled = _pickled_records(archive, names)
+            if pickled:
+                shown = ", ".join(pickled[:3]) + (f" and {len(pickled) - 3} more" if len(pickled) > 3 else "")
+                raise ProgramLoadError(
+                    f"{where} holds pickled objects ({shown}) that torch.export.load would unpickle, running "
+                    f"whatever code they name: open it only if you trust where it came from, with "
+                    f"load_trace(path, allow_pickle=True) or the command's --allow-pickle"
+                )
     with _captured_log() as records:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 ep = torch.export.load(str(path))
         except Exception as exc:
-            cause = next((r.exc_info[1] for r in records if r.exc_info and r.exc_info[1]), None)
+            cause = next(
+                (r.exc_info[1] for r in records if r.exc_info and r.exc_info[1] and r.name == "torch.export"),
+                None,
+            )
             raise _explain(where, cause or exc, saved_torch) from None
     if not isinstance(ep, torch.export.ExportedProgram):  # pragma: no cover - torch's contract
         raise ProgramLoadError(f"{where} did not hold an ExportedProgram (got {type(ep).__name__})")
@@ -121,6 +142,38 @@ def _saved_torch_version(archive: zipfile.ZipFile, names: list[str]) -> str | No
     return None
 
 
+_PICKLED_PREFIXES = ("custom_obj_", "opaque_obj_")
+
+
+def _pickled_records(archive: zipfile.ZipFile, names: list[str]) -> list[str]:
+    """Records that torch.export.load would unpickle beyond plain tensors and containers: a ``.pt`` record the
+    restricted unpickler (``weights_only=True``) refuses, and weights or constants stored as pickles."""
+    found: list[str] = []
+    for n in names:
+        base = n.rsplit("/", 1)[-1]
+        if n.endswith(".pt"):
+            try:
+                with archive.open(n) as f:
+                    torch.load(io.BytesIO(f.read()), weights_only=True)
+            except Exception:  # anything the restricted unpickler will not read (or cannot read at all)
+                found.append(n)
+        elif base.endswith("_config.json") and ("/weights/" in f"/{n}" or "/constants/" in f"/{n}"):
+            try:
+                with archive.open(n) as f:
+                    config = json.load(f).get("config", {})
+            except (ValueError, AttributeError, OSError, zipfile.BadZipFile, RuntimeError):
+                continue  # torch's own load names what is wrong with it
+            if not isinstance(config, dict):
+                continue
+            for fqn, entry in config.items():
+                if not isinstance(entry, dict):
+                    continue
+                path_name = str(entry.get("path_name", ""))
+                if entry.get("use_pickle") is True or path_name.startswith(_PICKLED_PREFIXES):
+                    found.append(f"{fqn} ({path_name})")
+    return found
+
+
 class _Keep(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
@@ -134,13 +187,15 @@ class _Keep(logging.Handler):
 def _captured_log() -> Iterator[list[logging.LogRecord]]:
     """What ``torch.export.load`` logs while it runs, kept instead of printed (it logs the real error of a
     failed load, then raises a bare RuntimeError)."""
-    logger = logging.getLogger("torch.export")
+    loggers = [logging.getLogger(name) for name in ("torch.export", "torch._export")]
     keep = _Keep()
-    propagate = logger.propagate
-    logger.addHandler(keep)
-    logger.propagate = False
+    propagate = [lg.propagate for lg in loggers]
+    for lg in loggers:
+        lg.addHandler(keep)
+        lg.propagate = False
     try:
         yield keep.records
     finally:
-        logger.removeHandler(keep)
-        logger.propagate = propagate
+        for lg, was in zip(loggers, propagate, strict=True):
+            lg.removeHandler(keep)
+            lg.propagate = was
