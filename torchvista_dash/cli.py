@@ -1,9 +1,9 @@
 """``python -m torchvista_dash serve|export|diff``: the gallery, a saved trace or a model function, served or
 exported; ``diff A B`` compares two of them.
 
-TARGET is one of: a saved trace (``trace.json``), a saved torch.export program (``model.pt2``, read with
-``torch.export.load``: only files you chose), ``package.module:function`` (a function returning
-``(model, inputs)`` or ``(model, args, kwargs)``), or the name of a built-in demo (``gpt``); ``serve``
+TARGET is one of: a saved trace (``trace.json``), ``package.module:function`` (a function returning
+``(model, inputs)`` or ``(model, args, kwargs)``), the name of a built-in demo (``gpt``), or a saved
+torch.export program (``model.pt2``, read with ``torch.export.load``: only files you chose); ``serve``
 also takes a folder of saved traces (a gallery of them).
 Every bad input ends in one ``error: ...`` line that says what to do, and a non-zero exit; a user function
 that raises shows its traceback first. TARGET is checked before the port, so the first error named is the
