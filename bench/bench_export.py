@@ -131,8 +131,8 @@ def main() -> None:
         f"Command: `.venv/bin/python bench/bench_export.py --repeat {ns.repeat} --models {ns.models}`",
         f"Load average at start: {os.getloadavg()[0]:.1f} (2 cores, shared)",
         "",
-        "| model | ops | torch.export.load | load_trace(.pt2) | ratio | every-op view, folded: exported / live "
-        "| unfolded: exported / live |",
+        "| model | ops | torch.export.load | load_trace(.pt2) | ratio "
+        "| every-op view, folded: exported / live | unfolded: exported / live |",
         "|---|---|---|---|---|---|---|",
     ]
     with tempfile.TemporaryDirectory() as tmp:
