@@ -1,6 +1,5 @@
 """The picture cut into tiles (render/svg/tiles.py): one layout image per tile, each element in every tile it
-draws in,
-each tile's level of detail read from its own width; small views stay one image."""
+draws in, each tile's level of detail read from its own width; small views stay one image."""
 
 from __future__ import annotations
 

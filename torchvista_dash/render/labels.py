@@ -123,8 +123,7 @@ def edge_labels(
     edges: Iterable[EdgePath], nodes: Boxes, headers: Iterable[Box]
 ) -> list[tuple[Box, EdgePath]]:
     """The edge labels drawn, each with where it lies: in layout order, those that cover no box (``nodes``),
-    no
-    header and no edge label drawn before them."""
+    no header and no edge label drawn before them."""
     taken = Boxes(40.0, headers)
     out: list[tuple[Box, EdgePath]] = []
     for ed in edges:
@@ -381,8 +380,7 @@ def _outside(
 
 def _fits(rect: Box, within: Box, inside: Boxes | _Few, own: Box, m: float) -> bool:
     """A name set at ``rect`` for the region ``own``, outside it: inside ``within``, clear of what lies
-    directly
-    in ``within`` (``inside``: boxes and clusters) but for what holds ``own``."""
+    directly in ``within`` (``inside``: boxes and clusters) but for what holds ``own``."""
     if (
         rect[0] < within[0] + m
         or rect[2] > within[2] - m

@@ -34,8 +34,8 @@ __all__ = [
 
 
 # ---- specs -----------------------------------------------------------------------------------
-# built-in containers hold the model's own modules: depth opens them like the model's own (a torchvision-style
-# ResNet's layer1..layer4 are nn.Sequential: at depth 2 they had stayed closed, the view the same as depth 1)
+# Built-in containers hold the model's own modules: depth opens them like the model's own (a torchvision-style
+# ResNet's layer1..layer4 are nn.Sequential: kept closed, its depth-2 view would be its depth-1 view)
 CONTAINERS = frozenset({"Sequential"})
 
 

@@ -51,8 +51,7 @@ ROW = {"display": "flex", "flexWrap": "wrap", "alignItems": "center", "gap": "10
 
 def color_by_control(cid: dict[str, Any], graph: Graph, value: str | None) -> dcc.Dropdown:
     """The "colour by" menu: boxes coloured by a cost, with a colour bar (metrics the trace lacks are
-    disabled,
-    e.g. time in a trace made without ``timing=True``)."""
+    disabled, e.g. time in a trace made without ``timing=True``)."""
     from torchvista_dash.model.metrics import REGISTRY, has_metric
 
     options = [{"label": "colour by: kind", "value": ""}] + [

@@ -245,8 +245,7 @@ def make_app(
     ``gallery``: True for the built-in demos, or a ``Gallery`` (``gallery.folder_gallery(path)``: a folder of
     traces); ``first_picture``: pages carry their first view as server-drawn SVG, painted before Dash has
     started (firstpaint.py). ``allowed_hosts``: Host names the app answers for besides localhost, 127.0.0.1,
-    ::1,
-    ``$TVD_ALLOWED_HOSTS`` and the address it is served on (guard.py)."""
+    ::1, ``$TVD_ALLOWED_HOSTS`` and the address it is served on (guard.py)."""
     global _apps
     if gallery is True:
         gallery = demo_gallery()

@@ -7,8 +7,8 @@ of the clusters it leaves, across the piece of the lowest cluster holding both e
 of the clusters it enters, to its target box. Piece edges that carry one tensor along the same way are shared
 (a tensor entering a cluster once feeds all its consumers inside through one port). Tensors leaving a cluster
 for one box share one out-port too (a block's cached key and value, both into the model's ``cache`` output):
-as two ports side by side their edges ran down one corridor beside the stack and dot's splines crossed each
-other twice below every block (GPT-2 every op: 32 of its 54 crossings).
+as two ports side by side their edges would run down one corridor beside the stack, where dot's splines
+cross each other twice below every block (most of GPT-2 every op's crossings then).
 
 A piece's *key* is everything its geometry depends on (child sizes, ports, edges, rankdir) and nothing else,
 no ids or labels: identical decoder layers have equal keys, so one layout serves all of them.
