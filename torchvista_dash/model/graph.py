@@ -74,6 +74,9 @@ class TensorMeta:
     dtype: str
     device: str
     nbytes: int
+    # Each size as the source names it, when one is symbolic (a torch.export program's ``s0``, ``2*s0``);
+    # ``shape`` then holds the example's sizes, which costs and folding count with. None: all concrete.
+    dims: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -160,6 +163,8 @@ class Graph:
     error: ErrorInfo | None = None
     versions: tuple[tuple[str, str], ...] = ()
     measured: tuple[str, ...] = ()  # what the nodes carry: "flops", "time", "values" (older traces: none)
+    # What the source could not give and every view says (a graph with no shapes, no module structure)
+    notes: tuple[str, ...] = ()
 
     # ---- lookups (computed once; the graph is immutable) -------------------------------
     @cached_property
@@ -238,6 +243,7 @@ class Graph:
             "nodes": [_node_to_dict(n) for n in self.nodes],
             "edges": [_edge_to_dict(e) for e in self.edges],
             **({"measured": list(self.measured)} if self.measured else {}),
+            **({"notes": list(self.notes)} if self.notes else {}),
         }
 
     def to_bytes(self) -> bytes:
@@ -384,9 +390,34 @@ def shown_args(args: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     return [(k, v) for k, v in args if not k.startswith("_") or "Tensor[" in v]
 
 
+UNKNOWN_DTYPE = "unknown"  # a tensor whose shape and dtype the source did not record (an FX graph without
+# shape propagation): drawn without a shape
+
+
+def unknown_meta() -> TensorMeta:
+    """The metadata of a tensor whose shape and dtype the source does not know."""
+    return TensorMeta(shape=(), dtype=UNKNOWN_DTYPE, device="", nbytes=0)
+
+
+def tensor_shape_text(m: TensorMeta) -> str:
+    """The shape of the tensor ``m`` describes as drawn: ``s0×16×768`` for a symbolic batch, ``""`` when the
+    source did not record it."""
+    if m.dims is not None:
+        return "×".join(m.dims) if m.dims else "scalar"
+    if m.dtype == UNKNOWN_DTYPE:
+        return ""
+    return shape_text(m.shape)
+
+
 def meta_text(m: TensorMeta) -> str:
     """``1×8×64 float32``: a tensor's shape and dtype."""
-    return f"{shape_text(m.shape)} {m.dtype}"
+    if m.dtype == UNKNOWN_DTYPE:
+        return "shape unknown"
+    return f"{tensor_shape_text(m)} {m.dtype}"
+
+
+def _read_dims(value: Any) -> tuple[str, ...] | None:
+    return None if value is None else read_strs(value)
 
 
 # ---- reading: one field table per record (see graph_checks: typed readers, nothing trusted) ----------------
@@ -398,6 +429,7 @@ _read_meta = interned(
             ("dtype", read_name, REQUIRED),
             ("device", read_name, REQUIRED),
             ("nbytes", read_int, REQUIRED),
+            ("dims", _read_dims, None),
         ),
         "tensor",
     )
@@ -480,6 +512,7 @@ _read_graph = record(
         ("error", lambda d: None if d is None else _read_error(d), None),
         ("versions", read_str_map, ()),
         ("measured", _read_measured, ()),
+        ("notes", read_strs, ()),
     ),
     "trace",
 )
@@ -487,7 +520,10 @@ _read_graph = record(
 
 # ---- writing ---------------------------------------------------------------------------------------------
 def _meta_to_dict(m: TensorMeta) -> dict[str, Any]:
-    return {"shape": list(m.shape), "dtype": m.dtype, "device": m.device, "nbytes": m.nbytes}
+    d: dict[str, Any] = {"shape": list(m.shape), "dtype": m.dtype, "device": m.device, "nbytes": m.nbytes}
+    if m.dims is not None:  # written only when a size is symbolic: other traces' bytes stay as they were
+        d["dims"] = list(m.dims)
+    return d
 
 
 def _call_to_dict(c: ModuleCall) -> dict[str, Any]:
