@@ -1,7 +1,6 @@
 """One view change, worked out from the browser's state: the next view (``step``, a pure function of the
-store,
-tested without a browser) and the outputs update_view sends for it (``answer``: a new figure, or a Patch when
-only the ranges move, and only what changed besides).
+store, tested without a browser) and the outputs update_view sends for it (``answer``: a new figure, or a
+Patch when only the ranges move, and only what changed besides).
 """
 
 from __future__ import annotations
@@ -37,8 +36,7 @@ def root_style(theme: str) -> dict[str, str]:
 
 def root_class(theme: str) -> str:
     """The ModelGraph's classes: ``tvd-dark`` lets the stylesheet (assets/tvd.css) dress the toolbar's
-    controls
-    and, on a served page, the whole page in the theme."""
+    controls and, on a served page, the whole page in the theme."""
     return f"tvd-model-graph tvd-{theme}"
 
 
@@ -189,8 +187,7 @@ def answer(
     click: dict[str, Any] | None = None,
 ) -> tuple:
     """The first seven outputs of ``update_view`` for one action (the last, the search box, is its own:
-    figure,
-    store, notes, style, depth, class, hits); ``data`` is the store as the browser last drew it,
+    figure, store, notes, style, depth, class, hits); ``data`` is the store as the browser last drew it,
     ``current`` the same with the toolbar's current values, ``shown_depth`` the depth control's value,
     ``click`` the clickData of a click (its box's drawn size tells the plot's scale)."""
     result = step(trigger, value, current if current is not None else data, relayout, click)

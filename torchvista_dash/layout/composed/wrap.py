@@ -2,9 +2,9 @@
 layers, 105 expert paths chained by their accumulation) draws them in several columns side by side, read
 top to bottom, one column after another, instead of one column hundreds of times taller than wide.
 
-Fitted to a screen, a 48-layer Qwen3-MoE every-op stack in one column was 229,000 pt tall and 1,200 pt wide:
-a 4-pixel sliver. Columns make each wrapped piece about as wide as it is tall (``ASPECT``), so a fitted view
-shows every layer's overview label. In dot, the first layer of every column shares a rank (``rank=same``),
+Fitted to a screen, a 48-layer Qwen3-MoE every-op stack in one column is some 200,000 pt tall and 1,200 pt
+wide: a 4-pixel sliver. Columns make each wrapped piece about as wide as it is tall (``ASPECT``), so a
+fitted view shows every layer's overview label. In dot, the layers of one row share a rank (``rank=same``),
 the edge from the foot of one column to the head of the next does not constrain ranks, and one tensor
 feeding the layers runs down each column on a trunk of its own.
 """
@@ -72,7 +72,7 @@ def wrap(
         for i, s in enumerate(run):
             column[s] = (k, i // rows)
         # row by row: the r-th layer of every column on one rank, in column order (a grid: with only the
-        # heads held, wide layers of one column slid under the next column's narrow ones)
+        # heads held, wide layers of one column would slide under the next column's narrow ones)
         heads.extend([run[i] for i in range(r, len(run), rows)] for r in range(rows))
         breaks.update((run[i - 1], run[i]) for i in range(rows, len(run), rows))
     return column, breaks, heads
