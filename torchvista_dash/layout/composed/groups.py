@@ -2,12 +2,12 @@
 
 A module whose forward is a Python loop (an eager mixture-of-experts block: for each routed expert, index
 the tokens, gate, up, act, mul, down, scale, add into the output) holds hundreds of ops as direct children:
-one dot run over its 1,700 boxes and 2,600 edges takes seconds, per layer, where a piece per repetition
-and the module's own piece of one box per repetition take a fraction of one (bench/bench_layout_scale.py
+one dot run over its 1,700 boxes and 2,600 edges takes seconds, per layer, where a piece per repetition and
+the module's own piece of one box per repetition take a fraction of one (bench/bench_layout_scale.py
 --moe-only). Its ops come in the loop's order, so the loop's body is a *tandem repeat* of the children's
-names: a stretch where the name sequence repeats with one period. Each repetition becomes a *group*: a layout-only cluster (no border, no title, not in the Layout),
-laid out like a module of its own. Groups of one loop body share their piece layout when their sizes
-agree.
+names: a stretch where the name sequence repeats with one period. Each repetition becomes a *group*: a
+layout-only cluster (no border, no title, not in the Layout), laid out like a module of its own. Groups of
+one loop body share their piece layout when their sizes agree.
 """
 
 from __future__ import annotations
