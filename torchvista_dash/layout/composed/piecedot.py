@@ -293,6 +293,8 @@ def piece_dot(key: tuple) -> tuple[str, list[tuple[int, int, dict[str, object]]]
     for j in range(n + n_in + n_out, slots):
         g.add_node(pydot.Node(j))  # type: ignore[arg-type]
     for t, h, edge_attrs in edges:
+        if edge_attrs.get("constraint") == "false" and rankdir == "TB":
+            continue  # a wrapped stack's jump between columns: drawn by hand (pieceread), no room taken
         g.add_edge(pydot.Edge(t, h, **dict[str, Any](edge_attrs)))
     return g.to_string(), edges, follow, slots
 
