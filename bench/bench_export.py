@@ -115,7 +115,9 @@ def time_view(path: Path, fold: bool, repeat: int) -> float:
     runs = []
     for _ in range(repeat):
         code = VIEW_SCRIPT.format(root=str(ROOT), path=str(path), fold=fold)
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        if out.returncode != 0:
+            raise SystemExit(f"the view of {path.name} failed:\n{out.stderr[-3000:]}")
         runs.append(float(out.stdout.strip().splitlines()[-1]))
     return statistics.median(runs)
 
@@ -140,6 +142,7 @@ def main() -> None:
             program, live = prepare(name, Path(tmp))
             floor, ours = time_loads(program, ns.repeat)
             f, o = statistics.median(floor), statistics.median(ours)
+            print(f"{name}: torch.export.load {floor}, load_trace {ours}", flush=True)
             from torchvista_dash import load_trace
 
             ops = load_trace(program).graph.op_count

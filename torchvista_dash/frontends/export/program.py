@@ -168,8 +168,7 @@ def _leaf_names(spec: Any, path: str, *, top: bool) -> Iterator[str]:
     if spec.is_leaf():
         yield path
         return
-    sequence = spec.type in (list, tuple) or getattr(spec.type, "_fields", None) is None and not spec.context
-    if sequence and spec.type in (list, tuple):
+    if spec.type in (list, tuple):
         for i, child in enumerate(_kids(spec)):
             yield from _leaf_names(child, f"{path}[{i}]", top=False)
         return
