@@ -103,6 +103,7 @@ VIEW_SCRIPT = """
 import sys, time, warnings
 sys.path.insert(0, {root!r})
 warnings.simplefilter("ignore")
+import transformers.modeling_outputs  # registers the output types (CausalLMOutput...) a program returns
 from torchvista_dash import load_trace
 t = load_trace({path!r})
 t0 = time.perf_counter()
