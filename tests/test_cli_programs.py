@@ -141,9 +141,9 @@ def test_a_program_returning_a_librarys_type_names_the_import_it_needs(tmp_path:
     assert without.returncode == 2
     assert without.stderr.strip() == (
         "error: gpt2.pt2 returns or takes a transformers.modeling_outputs.CausalLMOutputWithCrossAttentions, "
-        "a type this Python process does not know yet: import transformers.modeling_outputs first (in Python: "
-        "import transformers.modeling_outputs; on the command line: --import transformers.modeling_outputs), "
-        "then load the file again"
+        "a type this Python process does not know yet: import transformers.modeling_outputs first "
+        "(in Python: import transformers.modeling_outputs; on the command line: "
+        "--import transformers.modeling_outputs), then load the file again"
     )
     with_import = subprocess.run(
         [*run, "--import", "transformers.modeling_outputs"], capture_output=True, text=True, timeout=300
