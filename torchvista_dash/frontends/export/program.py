@@ -15,7 +15,8 @@ from typing import Any
 import torch
 from torch.export.graph_signature import InputKind, OutputKind
 
-from torchvista_dash.frontends.fx.read import Role, read_fx, tensor_metas
+from torchvista_dash.frontends.fx.describe import tensor_metas
+from torchvista_dash.frontends.fx.read import Role, read_fx
 from torchvista_dash.model.graph import Graph, ParamInfo
 
 NO_STACK_NOTE = (
