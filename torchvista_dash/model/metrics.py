@@ -62,7 +62,7 @@ class Metric:
     node_value: Callable[[Graph, Node], float | None]
     combine: Combine = "sum"
     kinds: tuple[str, ...] = ("op",)
-    call_value: Callable[[ModuleCall], float | None] | None = None
+    call_value: Callable[[Graph, ModuleCall], float | None] | None = None
     call_covers_inside: bool = True  # a ``call_value`` already counts what is inside the call (params)
     empty: float | None = 0.0
     needs: str | None = None
@@ -137,7 +137,7 @@ class MetricValues:
         own = metric.call_value
         covers = own is not None and metric.call_covers_inside
         for c in reversed(graph.module_calls):  # a call is recorded before the calls inside it
-            v = own(c) if own is not None else None
+            v = own(graph, c) if own is not None else None
             self.call[c.id] = metric.combined(inside.get(c.id, ())) if v is None and not covers else v
             if c.parent is not None and not covers:
                 inside.setdefault(c.parent, []).append(self.call[c.id])
@@ -189,7 +189,7 @@ class UserValues:
             lambda g, n: by_key.get(n.id),
             combine="max",
             kinds=_NODE_KINDS,
-            call_value=lambda c: by_key.get(c.id, by_key.get(c.qualname)),
+            call_value=lambda g, c: by_key.get(c.id, by_key.get(c.qualname)),
             call_covers_inside=False,
             empty=None,
             share=False,
@@ -259,7 +259,7 @@ register(
         scaled("params", compact=True),
         lambda g, n: float(_param_numel(g, n)) if n.kind == "parameter" else 0.0,
         kinds=("op", "parameter"),
-        call_value=lambda c: float(c.num_params),
+        call_value=lambda g, c: float(c.num_params),
     )
 )
 register(
@@ -337,3 +337,77 @@ register(
         levels=(0.0, 1.0, 2.0),
     )
 )
+
+
+# ---- gradient flow (trace_model(..., grads=loss_fn)) -------------------------------------------------------
+def grad_index(graph: Graph) -> dict[str, float | None]:
+    """Parameter name → its gradient norm (None: no gradient), for a trace made with ``grads=``."""
+    found = graph.__dict__.get("_grad_index")
+    if found is None:
+        found = graph.__dict__["_grad_index"] = dict(graph.grads)
+    return found
+
+
+def _norm(norms: Iterable[float | None]) -> float | None:
+    """The norm of several gradients together (None if none of them has one)."""
+    known = [v for v in norms if v is not None]
+    return math.sqrt(sum(v * v for v in known)) if known else None
+
+
+def _subtree_norms(graph: Graph) -> dict[str, float | None]:
+    """Module qualname → the norm of every gradient of the parameters in its subtree."""
+    found = graph.__dict__.get("_subtree_grads")
+    if found is None:
+        sq: dict[str, float] = {}
+        have: set[str] = set()
+        for name, norm in graph.grads:
+            prefix: str | None = name.rpartition(".")[0]
+            while prefix is not None:
+                have.add(prefix)
+                if norm is not None:
+                    sq[prefix] = sq.get(prefix, 0.0) + norm * norm
+                prefix = None if prefix == "" else prefix.rpartition(".")[0]
+        found = {q: (math.sqrt(sq[q]) if q in sq else None) for q in have}
+        graph.__dict__["_subtree_grads"] = found
+    return found
+
+
+def no_gradient(graph: Graph, qualname: str | None = None) -> list[str]:
+    """Trainable parameters the loss did not reach (all, or those under the module ``qualname``)."""
+    prefix = "" if not qualname else qualname + "."
+    return [q for q, norm in graph.grads if norm is None and q.startswith(prefix)]
+
+
+register(
+    Metric(
+        "grad_norm",
+        "gradient norm",
+        _plain,
+        lambda g, n: (
+            grad_index(g).get(n.name)
+            if n.kind == "parameter"
+            else _norm(grad_index(g).get(p) for p in n.params)
+        ),
+        combine="max",
+        kinds=("op", "parameter"),
+        call_value=lambda g, c: _subtree_norms(g).get(c.qualname),  # its subtree's parameters
+        empty=None,
+        needs="grads",
+        missing="trace with trace_model(model, inputs, grads=lambda out: <a scalar loss of the output>)",
+        share=False,
+    )
+)
+
+
+def grad_lines(graph: Graph, qualname: str, limit: int = 6) -> list[tuple[str, str]]:
+    """(label, text) for a module of a ``grads=`` trace: its subtree's gradient norm and, marked, the
+    parameters under it that got no gradient."""
+    norm = _subtree_norms(graph).get(qualname)
+    rows = [("gradient norm", "–" if norm is None else _plain(norm))]
+    missing = no_gradient(graph, qualname)
+    if missing:
+        shown = ", ".join(missing[:limit]) + (
+            f" and {len(missing) - limit} more" if len(missing) > limit else ""
+        )
+        rows.append(("no gradient", f"{len(missing)}: {shown}"))
+    return rows
