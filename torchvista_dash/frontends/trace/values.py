@@ -109,8 +109,17 @@ def _nonfinite(t: torch.Tensor, n: int) -> Raw:
 def summarize_all(out: Any) -> tuple[Raw | None, ...]:
     """``summarize`` of each tensor of an op's output as the mode keeps it: one tensor, or a list of them."""
     if isinstance(out, torch.Tensor):
-        return (summarize(out),)
-    return tuple(summarize(t) for t in out)
+        return (_safe(out),)
+    return tuple(_safe(t) for t in out)
+
+
+def _safe(t: torch.Tensor) -> Raw | None:
+    """``summarize``, or None for a tensor whose values cannot be read (a fake or functional tensor, a
+    subclass that refuses reductions): summarising never breaks the model's forward pass."""
+    try:
+        return summarize(t)
+    except Exception:
+        return None
 
 
 def stats_of(raw: Raw | None) -> ValueStats | None:
