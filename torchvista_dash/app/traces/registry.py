@@ -12,7 +12,6 @@ from __future__ import annotations
 import operator
 import os
 import threading
-from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from torchvista_dash.cache import Cache
@@ -75,9 +74,9 @@ class UnknownTrace(TorchvistaDashError, KeyError):
         )
 
 
-_lock = threading.Lock()
-_entries: OrderedDict[str, Entry] = OrderedDict()
-_kept: set[str] = set()
+_lock = threading.Lock()  # a trace is looked up and moved between the two below under it
+_entries: Cache[str, Entry] = Cache(MAX_TRACES)  # the evictable ones, least recently used out first
+_kept: dict[str, Entry] = {}  # the traces a server was started with: never evicted
 
 
 def max_traces() -> int:
@@ -104,27 +103,23 @@ def register(trace: Trace, *, keep: bool = False) -> str:
     tid = trace.id
     limit = max_traces()
     with _lock:
-        if tid in _entries:
-            _entries.move_to_end(tid)
-        else:
-            _entries[tid] = Entry(trace)
+        held = _kept.get(tid) or _entries.peek(tid)
         if keep:
-            _kept.add(tid)
-        evictable = [k for k in _entries if k not in _kept]
-        for old in evictable[: max(0, len(evictable) - limit)]:
-            del _entries[old]
+            _kept[tid] = held or Entry(trace)
+            _entries.pop(tid)
+        elif held is None:
+            _entries.maxsize = limit
+            _entries.put(tid, Entry(trace))
     return tid
 
 
 def entry(trace_id: str) -> Entry:
     """The trace's entry (a use: it moves to the back of the eviction line)."""
     with _lock:
-        try:
-            e = _entries[trace_id]
-        except KeyError:
-            raise UnknownTrace(trace_id) from None
-        _entries.move_to_end(trace_id)
-        return e
+        e = _kept.get(trace_id) or _entries.peek(trace_id)
+    if e is None:
+        raise UnknownTrace(trace_id)
+    return e
 
 
 def get(trace_id: str) -> Trace:
@@ -134,12 +129,12 @@ def get(trace_id: str) -> Trace:
 def size() -> int:
     """How many traces are held now."""
     with _lock:
-        return len(_entries)
+        return len(_entries) + len(_kept)
 
 
 def clear_caches() -> None:
     """Forget every derived view, layout, figure and picture (the traces stay registered)."""
     with _lock:
-        entries = list(_entries.values())
+        entries = [*_kept.values(), *_entries.values()]
     for e in entries:
         e.clear()
