@@ -18,8 +18,9 @@ V = TypeVar("V")
 
 
 class Cache(Generic[K, V]):
-    """At most ``maxsize`` values, least recently used out first; with ``weigh``, also at most ``max_bytes`` of
-    what ``weigh`` says each value costs (the newest value stays even if it alone weighs more)."""
+    """At most ``maxsize`` values, least recently used out first; with ``weigh``, also at most
+    ``max_bytes`` of what ``weigh`` says each value costs (the newest value stays even if it alone weighs
+    more)."""
 
     def __init__(
         self, maxsize: int, *, max_bytes: int | None = None, weigh: Callable[[V], int] | None = None
@@ -94,7 +95,7 @@ class Cache(Generic[K, V]):
             return self._data.pop(key, None)
 
     def reweigh(self, key: K) -> None:
-        """Weigh ``key``'s value again (a value that shrank, e.g. once compressed), evicting past the bounds."""
+        """Weigh ``key``'s value again (a value that shrank, once compressed), evicting past the bounds."""
         if self._weigh is None:
             return
         with self._lock:
