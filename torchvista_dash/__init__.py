@@ -18,6 +18,7 @@ __all__ = [
     "TorchvistaDashError",
     "TraceFormatError",
     "compare",
+    "install",
     "load_trace",
     "trace_model",
     "__version__",
@@ -29,4 +30,8 @@ def __getattr__(name: str) -> Any:
         from torchvista_dash.app.component.aio import ModelGraph
 
         return ModelGraph
+    if name == "install":  # set up a Dash app of your own to host ModelGraphs (app/server/install.py)
+        from torchvista_dash.app.server.install import install
+
+        return install
     raise AttributeError(f"module 'torchvista_dash' has no attribute {name!r}")

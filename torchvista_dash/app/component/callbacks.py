@@ -24,6 +24,7 @@ from torchvista_dash.app.actions.details import error_text
 from torchvista_dash.app.actions.search import browse, search
 from torchvista_dash.app.actions.viewstep import answer, clicked_id, details_for, with_controls
 from torchvista_dash.app.component.ids import ids
+from torchvista_dash.app.http import picture_routes
 from torchvista_dash.app.traces import firstview, progress, registry
 
 _MARK = str(Output(ids.graph(MATCH), "figure"))  # in the key of the set's first callback, in any app
@@ -161,6 +162,7 @@ def register(callback: Callable[..., Any]) -> None:
                 with_controls(data, options, direction, theme),
                 depth,
                 click if trigger == "graph" else None,
+                picture_base=picture_routes.base_url(dash.get_app()),
             ), cleared
 
     # Polled only while update_view runs: the same values update_view was sent find its progress record.

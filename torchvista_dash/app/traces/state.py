@@ -173,8 +173,7 @@ def uirevision(rev: int) -> str:
 
 
 # ---- the likely next clicks, in the background ---------------------------------------------
-precomputer = Precomputer()
-precomputer.watch_requests()
+precomputer = Precomputer()  # no thread until the first submission; it watches the requests of installed apps
 
 
 def precompute_neighbours(trace_id: str, spec: ViewSpec, draw: DrawOptions, limit: int = NEIGHBOURS) -> None:
