@@ -28,6 +28,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+from torchvista_dash.app.traces import shared, sharing
 from torchvista_dash.cache import Cache
 from torchvista_dash.render.svg import picture as render_picture
 
@@ -54,6 +55,13 @@ class Picture:
         self._raw: bytes | None = svg
         self._gz: bytes | None = None
         self._lock = threading.Lock()
+
+    @classmethod
+    def from_gz(cls, key: str, gz: bytes) -> Picture:
+        """A picture another worker drew, as the shared store holds it (checked by sharing.fetch_picture)."""
+        pic = cls(b"", key)
+        pic._raw, pic._gz, pic.size = None, gz, len(gz)
+        return pic
 
     def gz(self) -> bytes:
         with self._lock:
@@ -101,10 +109,17 @@ class Store:
         return pic
 
     def get(self, key: str) -> Picture | None:
+        """The picture under ``key``: held here, or drawn by another worker and shared (sharing.py)."""
         pic = self._recent.peek(key)
         if pic is None:
             with self._lock:
                 pic = self._held.get(key)
+        if pic is None:
+            gz = sharing.fetch_picture(key, key_of)
+            if gz is not None:
+                pic = Picture.from_gz(key, gz)
+                with self._lock:
+                    pic = self._held.setdefault(key, pic)
         if pic is not None:
             self._use(pic)
         return pic
@@ -183,6 +198,8 @@ class Collector:
 
     def __call__(self, svg: str) -> str:
         pic = self.into.put(svg.encode("utf-8"))
+        if shared.current().shared:  # a page from this worker may fetch its pictures from another
+            sharing.publish_picture(pic.key, pic.gz())
         self.by_key[pic.key] = pic
         return self.MARK + pic.key
 
