@@ -480,8 +480,7 @@ def test_export_unfolds_repeats_and_shows_parameters_when_asked(
 @pytest.mark.browser
 def test_serve_no_fold_repeats_draws_and_prepares_the_unfolded_view(tmp_path: Path, page: Any) -> None:
     """`serve gpt --no-fold-repeats`: the page draws every block, its toolbar says so, and the server laid
-    that
-    view out before the first browser came (the page's first picture, drawn from the server's cache, is
+    that view out before the first browser came (the page's first picture, drawn from the server's cache, is
     it)."""
     from support_app import css_id, ids_drawn, wait_drawn
 

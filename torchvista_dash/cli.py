@@ -268,9 +268,9 @@ def _serve(ns: argparse.Namespace) -> int:
         options.update(traces=[trace], title=trace.graph.model_name or "torchvista_dash")
     check_port_free(ns.host, ns.port)
     app = make_app(**options, allowed_hosts=ns.allow_host)
-    # What is traced now lives as long as this process: out of the collector's sight, a full collection no
-    # longer walks it (an 80-layer Llama's trace made one take 0.3 s, in the middle of a first view or a
-    # click)
+    # What is traced now lives as long as this process: frozen, out of the collector's sight, it is not walked
+    # by every full collection (over an 80-layer Llama's trace one takes about 0.3 s, in the middle of a first
+    # view or a click; bench/bench_figure_build.py measures it)
     gc.freeze()
     serve_forever(app, ns.host, ns.port)
     return 0

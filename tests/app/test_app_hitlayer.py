@@ -1,8 +1,8 @@
-"""The hit bars the app sends (app/hitlayer.py, render/hits.py): only those near the viewport and big enough
-to
-click, bounded whatever the view's size, renewed after a zoom or pan that leaves them, without moving the
-user's
-zoom; in a real headless Chromium, a box far from where the view starts is clicked after panning to it."""
+"""The hit bars the app sends (app/actions/hitlayer.py, render/hits.py): only those near the viewport and big
+enough to click, bounded whatever the view's size, renewed after a zoom or pan that leaves them, without
+moving the user's zoom; in a real headless Chromium, a box far from where the view starts is clicked after
+panning to it.
+"""
 
 from __future__ import annotations
 

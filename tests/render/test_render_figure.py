@@ -330,8 +330,7 @@ def test_a_view_that_reads_whole_starts_whole() -> None:
 
 def test_a_view_just_readable_at_the_nominal_plot_size_starts_readable_in_a_real_one() -> None:
     """Fitted whole at a scale just above the op names' threshold on the nominal plot, a view would show no
-    text
-    at all in a real plot a little smaller (CLIP from its config did, at 1400 x 900): it starts at a
+    text at all in a real plot a little smaller (CLIP from its config did, at 1400 x 900): it starts at a
     window."""
     for n in range(40, 400, 4):
         g, vg, lay = grid_case(n, cols=4)

@@ -1,4 +1,4 @@
-"""The picture cut into tiles (render/tiles.py): one layout image per tile, each element in every tile it
+"""The picture cut into tiles (render/svg/tiles.py): one layout image per tile, each element in every tile it
 draws in,
 each tile's level of detail read from its own width; small views stay one image."""
 
@@ -107,8 +107,7 @@ def test_an_empty_part_of_the_canvas_is_no_image():
 
 def test_tiles_are_bounded_in_number_and_bytes_on_a_long_column():
     """A 32-layer every-op model is a column far taller than wide, on a canvas widened to the plot's aspect:
-    its
-    tiles are at most MAX_TILES, rows over the drawing (the padding beside it joins the outer cells), and
+    its tiles are at most MAX_TILES, rows over the drawing (the padding beside it joins the outer cells), and
     together not much more SVG than the one image (elements near a border are in both tiles)."""
     g, vg, lay = grid_case(2000, cols=3)
     one = make_figure(g, vg, lay, tile=None)

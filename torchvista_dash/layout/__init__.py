@@ -67,9 +67,9 @@ __all__ = [
     "to_dot",
 ]
 
-# Views with more open modules than this are laid out by module. Measured (bench/bench_layout_scale.py, README
-# "Layout at any size"): by module is as fast or faster even for the default views (one open module: dot
-# processes kept running beat a fresh one) and draws them as compactly, so only views with nothing open
+# Views with more open modules than this are laid out by module. bench/bench_layout_scale.py compares the two
+# (docs/performance.md, "Layout"): by module is as fast or faster even for the default views (one open module:
+# dot processes kept running beat a fresh one) and draws them as compactly, so only views with nothing open
 # (one box per top-level call, no cluster) take one dot run over the whole view.
 SINGLE_RUN_MAX_CLUSTERS = 0
 DOT_FORMAT = "json0"  # JSON without xdot drawing ops: a quarter of the bytes, and dot writes it faster

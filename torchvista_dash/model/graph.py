@@ -199,7 +199,11 @@ class Graph:
 
     @property
     def total_params(self) -> int:
-        """Parameters of the whole model, each module's own counted once."""
+        """Parameters of the whole model, each counted once (a tied weight too): the root call's count, else
+        each module's own summed."""
+        root = self.root
+        if root is not None and root.qualname == "":
+            return root.num_params
         seen: set[str] = set()
         total = 0
         for c in self.module_calls:
@@ -212,8 +216,7 @@ class Graph:
     @cached_property
     def content_id(self) -> str:
         """A hash of the bytes ``save`` writes (for a loaded trace: of the bytes it was read from, hashed
-        while
-        loading, so the graph is not serialised again): keys registries and caches.
+        while loading, so the graph is not serialised again): keys registries and caches.
 
         A trace saved and loaded again keeps its id; the same file always gives the same id."""
         return _hash_id(self.to_bytes())
@@ -322,7 +325,8 @@ class Graph:
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """No cyclic-GC passes while building (or writing out) a whole graph: millions of new objects, none in a
-    cycle, so every pass over them was pure cost (7x the time of ``to_dict`` on 50,000 nodes)."""
+    cycle, so every pass over them is pure cost (on big graphs, several times what ``to_dict`` itself
+    takes)."""
     collecting = gc.isenabled()
     gc.disable()
     try:

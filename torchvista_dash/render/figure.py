@@ -1,21 +1,17 @@
 """Layout → plotly Figure: the view drawn as one SVG picture, under an invisible layer of click and hover
 targets.
 
-Why a picture (measured in bench/bench_zoom.py, see the README): plotly draws text at a fixed pixel size and
-re-lays every text element on each zoom; on views of hundreds of boxes that made text either unreadable or
-spilling, and each zoom slow. The picture (``picture.py``) is plotly layout images in data coordinates (tiles
-of
-a big view, ``tiles.py``), so the browser scales boxes, edges and text together, and their own CSS drops
-detail
-as the user zooms out. No server round trip on zoom, no JavaScript.
+Why a picture (bench/bench_render.py measures it against plotly text re-sized per zoom): plotly draws text at
+a fixed pixel size and re-lays every text element on each zoom; on views of hundreds of boxes that makes text
+either unreadable or spilling, and each zoom slow. The picture (``svg/picture.py``) is plotly layout images in
+data coordinates (tiles of a big view, ``svg/tiles.py``), so the browser scales boxes, edges and text
+together, and their own CSS drops detail as the user zooms out. No server round trip on zoom, no JavaScript.
 
 On top, in the same coordinates, plotly holds what must react (the hit layer, ``hits.py``; this figure has
-every
-bar, the app sends only those near the viewport):
+every bar, the app sends only those near the viewport):
 
 - ``nodes:labels``: one invisible bar per box, exactly the box (x centre, width, base, height): a click or
-hover
-  anywhere inside a box, corners included, is that box. ``customdata`` is the visible id (graph node id,
+  hover anywhere inside a box, corners included, is that box. ``customdata`` is the visible id (graph node id,
   ModuleCall id of a collapsed module, ``fold:...`` id of a folded group); ``hovertext`` its details.
 - ``clusters:headers``: one invisible bar per expanded cluster over its whole header row (the ⊖ mark and the
   header text): a click there closes it; the hover shows the whole header, also when the drawn one is
@@ -24,8 +20,7 @@ hover
 
 Boxes never overlap and header rows lie above their cluster's contents, so every point has at most one target.
 Coordinates are Graphviz points (y up): axis ranges, ``relayoutData`` and the app's viewport shifts all speak
-the
-layout's units. Equal aspect: ``yaxis.scaleanchor = "x"``.
+the layout's units. Equal aspect: ``yaxis.scaleanchor = "x"``.
 """
 
 from __future__ import annotations
@@ -58,13 +53,12 @@ FAILED_WINDOW = (900.0, 600.0)  # points shown around the failing op in a failed
 # the nominal one
 START_SCALE = picture.LOD_SCALE["s"] * 1.15
 # px per point from which a view counts as readable (op names drawn) at the nominal plot size: a notch above
-# the
-# level of detail's threshold, since real plots are smaller (about 1000 x 650 px in a 1400 x 900 window with
-# the
-# details panel, 950 x 550 on a 1366 x 768 laptop): at the bare threshold CLIP's default view showed no text
+# the level of detail's threshold, since real plots are smaller (about 1000 x 650 px in a 1400 x 900 window
+# with the details panel, 950 x 550 on a 1366 x 768 laptop): at the bare threshold a view such as CLIP's
+# default one shows no text in them
 READABLE_SCALE = picture.LOD_SCALE["o"] * 1.15
-# points per side of the picture's tiles (render/tiles.py; chosen by bench/bench_zoom_parts.py, see the
-# README)
+# points per side of the picture's tiles (render/svg/tiles.py; the fastest zoom step of the sizes
+# bench/bench_zoom_parts.py compares)
 TILE_PT = 1200.0
 SCROLL_CONFIG = {"scrollZoom": True, "displaylogo": False, "doubleClick": "reset"}
 
@@ -82,10 +76,9 @@ def fit_scale(bounds: Box) -> float:
 
 def start_window(layout: Layout, bounds: Box | None = None) -> Box | None:
     """Where a view too big to read when fitted starts: a window on its first rank (top in TB, left in LR) at
-    a
-    scale where op names and shape lines are drawn, fitted across the ranks when that still reads, else
-    centred
-    on the first rank's first box. ``None`` when the whole view fits the plot readably (then it starts whole).
+    a scale where op names and shape lines are drawn, fitted across the ranks when that still reads, else
+    centred on the first rank's first box. ``None`` when the whole view fits the plot readably (then it starts
+    whole).
 
     A 32-layer every-op view fitted whole is a few pixels per box and shows no text at all; users of map-like
     viewers expect to start readable and pan, with "fit to screen" one click away."""
@@ -133,9 +126,8 @@ def _check(vg: VisibleGraph, layout: Layout, highlight: str | None) -> None:
 
 def _initial_ranges(graph: Graph, vg: VisibleGraph, layout: Layout, bounds: Box) -> tuple[list, list]:
     """The whole graph, or ``start_window`` when it does not read whole; for a failed trace, a window centred
-    on
-    the failing op (or the box that holds it): the smallest one that still shows the whole graph if its labels
-    stay drawn, else ``FAILED_WINDOW``."""
+    on the failing op (or the box that holds it): the smallest one that still shows the whole graph if its
+    labels stay drawn, else ``FAILED_WINDOW``."""
     x0, y0, x1, y1 = bounds
     xr, yr = [x0 - PAD, x1 + PAD], [y0 - PAD, y1 + PAD]
     failed = [n.id for n in vg.nodes if n.failed]
@@ -202,14 +194,13 @@ def figure_dict(
     picture_source: Callable[[str], str] = picture.data_uri,
 ) -> dict[str, Any]:
     """``make_figure``'s figure as plain JSON-able dicts (``{"data", "layout"}``), not validated: what the app
-    sends (building and validating a ``go.Figure`` of an 80-layer view, then reading it back as dicts, cost
-    the
-    app's cold first figure about 1.9 s).
+    sends (building and validating a ``go.Figure`` of an 80-layer view, then reading it back as dicts, costs
+    a cold first figure about a second more; bench/bench_figure_build.py compares the two).
 
     ``highlight`` outlines one visible node or expanded cluster (a search hit). ``labels=False`` draws no text
     and ``details=False`` no shape lines or edge labels (default for both: drawn, as the zoom allows; hover
     shows them either way). ``paint`` (paint.py) recolours boxes, adds hover lines and a colour bar: colour by
-    cost, a diff. ``tile``: the picture is cut into images about this many points square (render/tiles.py:
+    cost, a diff. ``tile``: the picture is cut into images about this many points square (render/svg/tiles.py:
     a zoom step then costs the browser only the images on screen); None: one image. ``picture_source``: what
     each image's ``source`` is made from its SVG text (default: a self-contained data URI; the app stores
     the SVG and serves it by URL instead, without encoding it first).

@@ -1,15 +1,12 @@
 """The picture's text: how big each kind of label is, where the level of detail drops it, how it is shortened
-to
-its room, and which labels are drawn at all so that none covers another, a box or a header.
+to its room, and which labels are drawn at all so that none covers another, a box or a header.
 
 Box labels and headers are shortened with "…" to the room the layout sized for (``fit_text``, the layout's own
 glyph estimate). Edge labels keep Graphviz's place, and one that would cover a box, a header or an earlier
-edge
-label is left out (``edge_labels``: Graphviz can set two edges' labels on top of each other). Zoomed out,
+edge label is left out (``edge_labels``: Graphviz can set two edges' labels on top of each other). Zoomed out,
 map-style overview labels name the modules (``place_overview``): per band of zoom, a closed module's name
-inside
-its box, an open one's on the highest of its rows free of boxes, inner clusters and names placed before, else
-just above it, else level with its top beside it or beside its parent, else not at all.
+inside its box, an open one's on the highest of its rows free of boxes, inner clusters and names placed
+before, else just above it, else level with its top beside it or beside its parent, else not at all.
 """
 
 from __future__ import annotations
@@ -24,7 +21,7 @@ from torchvista_dash.render.style import CLOSE_MARK
 from torchvista_dash.view.types import VisibleGraph
 
 FONT_FAMILY = "Helvetica, Arial, 'Liberation Sans', 'DejaVu Sans', sans-serif"
-LABEL_PT = 11.0  # the layout sizes boxes for labels at this size (layout/dot.py FONT_SIZE)
+LABEL_PT = 11.0  # the layout sizes boxes for labels at this size (layout/single/dot.py FONT_SIZE)
 SUB_PT = 9.0
 HEADER_PT = 10.0  # the layout reserves cluster headers for this size
 EDGE_PT = 8.0
@@ -34,10 +31,8 @@ HEADER_INSET = 6.0  # header text: points right of the cluster's left edge
 HEADER_BASE = 13.0  # header baseline: points below the cluster's top edge
 
 # Level of detail: the smallest scale (px per point) at which each class of text is drawn, chosen by its size
-# on
-# screen: shape lines (9 pt) from about 7 px, op names (11 pt) from 8 px, module names and headers (10 pt)
-# from
-# 7 px; smaller text is not readable, so it is not drawn. Below that, overview labels take over
+# on screen: shape lines (9 pt) from about 7 px, op names (11 pt) from 8 px, module names and headers (10 pt)
+# from 7 px; smaller text is not readable, so it is not drawn. Below that, overview labels take over
 # (``overview``).
 LOD_SCALE: dict[str, float] = {"s": 0.8, "o": 0.72, "m": 0.7}  # shape lines + edge labels, op names, modules
 OVERVIEW_PX = 11.0  # an overview label's size on screen at the low end of its band (up to √2 times that)
@@ -231,13 +226,12 @@ def place_overview(
     which its labels are drawn.
 
     Per band of zoom (each √2 wide, from the module-name threshold down), the modules that have room for a
-    name
-    at ``OVERVIEW_PX``–√2× that on screen, shallow ones first, the longest form that fits: a closed module box
-    holds its name inside itself; an open cluster's name goes on the highest of its rows free of boxes, of the
-    clusters inside it and of the names already placed, else just above the cluster (within its parent), else
-    level with its top right of it or right of its parent, clear of other clusters, else nowhere. Each place
-    is
-    tried with every form of the name before the next place. A module smaller than its name is not named."""
+    name at ``OVERVIEW_PX``–√2× that on screen, shallow ones first, the longest form that fits: a closed
+    module box holds its name inside itself; an open cluster's name goes on the highest of its rows free of
+    boxes, of the clusters inside it and of the names already placed, else just above the cluster (within its
+    parent), else level with its top right of it or right of its parent, clear of other clusters, else
+    nowhere. Each place is tried with every form of the name before the next place. A module smaller than its
+    name is not named."""
     w, h = ext[2] - ext[0], ext[3] - ext[1]
     bands = overview_bands(w, h)
     if not bands:
@@ -245,8 +239,7 @@ def place_overview(
     labels = {c.id: c.label for c in vg.clusters}
     depth = cluster_depths(vg, layout)
     # what lies directly in each cluster (None: on the canvas): everything deeper lies in one of those
-    # clusters,
-    # so a name clear of these is clear of every box and cluster there
+    # clusters, so a name clear of these is clear of every box and cluster there
     lists: dict[str | None, list[Box]] = {}
     for vid, box in (*layout.nodes.items(), *layout.clusters.items()):
         par = layout.parent.get(vid)

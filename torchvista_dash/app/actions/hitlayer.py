@@ -11,11 +11,9 @@ event that leaves that window, or zooms in far enough that smaller boxes become 
 view-changing answers of update_view set a new one, so their ranges apply).
 
 The plot's size in pixels is not sent by Dash; the scale is taken for the biggest plot assumed (``PLOT_PX``),
-so
-the bars kept are never too few: at worst a bar drawn a pixel tall is sent. Smaller views keep every bar and
-cost no round trip. Dash orders the answers: the main store is an input here, so a cull waits for a view
-change
-in flight, and a view change's answer makes Dash drop an older cull's answer still on its way.
+so the bars kept are never too few: at worst a bar drawn a pixel tall is sent. Smaller views keep every bar
+and cost no round trip. Dash orders the answers: the main store is an input here, so a cull waits for a view
+change in flight, and a view change's answer makes Dash drop an older cull's answer still on its way.
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ from torchvista_dash.render import hits
 from torchvista_dash.render.viewport import Ranges
 from torchvista_dash.view.types import ViewSpec
 
-MIN_CULLED = 1000  # bars: a smaller view keeps them all (as render/tiles.py keeps one image below 1,000)
+MIN_CULLED = 1000  # bars: a smaller view keeps them all (as render/svg/tiles.py keeps one image below 1,000)
 MIN_PX = 3.0  # a bar whose shorter side is drawn smaller is not a click target anyone aims at
 ZOOM_SLACK = 2.0  # bars down to MIN_PX / ZOOM_SLACK are sent: zooming in 2x needs no new bars
 PADS = (1.0, 0.25)  # viewports of bars sent on each side of the viewport (the second: past MAX_BARS)

@@ -1,7 +1,6 @@
 """One view change, worked out from the browser's state: the next view (``step``, a pure function of the
-store,
-tested without a browser) and the outputs update_view sends for it (``answer``: a new figure, or a Patch when
-only the ranges move, and only what changed besides).
+store, tested without a browser) and the outputs update_view sends for it (``answer``: a new figure, or a
+Patch when only the ranges move, and only what changed besides).
 """
 
 from __future__ import annotations
@@ -191,8 +190,7 @@ def answer(
     picture_base: str | None = None,
 ) -> tuple:
     """The first seven outputs of ``update_view`` for one action (the last, the search box, is its own:
-    figure,
-    store, notes, style, depth, class, hits); ``data`` is the store as the browser last drew it,
+    figure, store, notes, style, depth, class, hits); ``data`` is the store as the browser last drew it,
     ``current`` the same with the toolbar's current values, ``shown_depth`` the depth control's value,
     ``click`` the clickData of a click (its box's drawn size tells the plot's scale), ``picture_base`` where
     the app serves pictures (None: inside the figure)."""

@@ -17,7 +17,7 @@ Ranges = list[list[float]]  # [[x0, x1], [y0, y1]]
 FIT_MARGIN = 16.0  # points kept around an opened cluster when the view zooms out to show it
 # never zoom out so far that the opened module's op names are hidden; the click measures the real scale, so a
 # small margin keeps the view off the threshold itself (a CSS max-width query includes it: at exactly the
-# threshold every op name of a just-opened Mistral layer was hidden)
+# threshold every op name of a just-opened layer can be hidden)
 MIN_FIT_SCALE = LOD_SCALE["o"] * 1.02
 
 

@@ -56,12 +56,11 @@ def color_by_control(cid: dict[str, Any], graph: Graph, value: str | None) -> dc
     """The "colour by" menu: boxes coloured by a cost, with a colour bar (metrics the trace lacks are
     disabled,
     e.g. time in a trace made without ``timing=True``)."""
-    from torchvista_dash.model.costs import METRIC_LABELS as LABELS
-    from torchvista_dash.model.costs import METRICS, costs_of
+    from torchvista_dash.model.metrics import REGISTRY, has_metric
 
-    costs = costs_of(graph)
     options = [{"label": "colour by: kind", "value": ""}] + [
-        {"label": f"colour by: {LABELS[m]}", "value": m, "disabled": not costs.has(m)} for m in METRICS
+        {"label": f"colour by: {m.label}", "value": name, "disabled": not has_metric(graph, name)}
+        for name, m in REGISTRY.items()
     ]
     return dcc.Dropdown(
         id=cid,
@@ -86,8 +85,8 @@ class ModelGraph(html.Div):
     ``height``: CSS height of the plot. Options, by name (``options.ViewOptions``/``DrawOptions``): ``depth``
     (module levels open at first, ``None``: every op), ``theme`` ("light", "dark"), ``rankdir`` ("TB", "LR"),
     ``fold_repeats``, ``show_params``, ``labels``, ``details``; or whole ``view=``/``draw=`` objects;
-    ``spec``: an exact first view (``view.make_spec``), as a shared link names it; ``app``: the Dash app it
-    is shown in, whose picture route serves its first figure's pictures (``torchvista_dash.install(app)``;
+    ``spec``: an exact first view (``view.build.make_spec``), as a shared link names it; ``app``: the Dash app
+    it is shown in, whose picture route serves its first figure's pictures (``torchvista_dash.install(app)``;
     without it they travel inside the figure). Other keywords go to the outer ``html.Div``.
     """
 

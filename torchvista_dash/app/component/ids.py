@@ -79,5 +79,5 @@ class ids:  # noqa: N801 - the Dash All-in-One convention: ModelGraph.ids.graph(
     # a one-shot interval: the page asks for a first view its constructor did not finish in time
     # (firstview.py)
     first_view = staticmethod(lambda aio_id: make("first_view", aio_id))
-    # what the figure's hit bars cover (app/hitlayer.py)
+    # what the figure's hit bars cover (app/actions/hitlayer.py)
     hits = staticmethod(lambda aio_id: make("hits", aio_id))

@@ -375,7 +375,7 @@ def serve_forever(app: dash.Dash, host: str = "127.0.0.1", port: int = 8050) -> 
     server = make_server(host, port, app.server, threaded=True)
     if threading.current_thread() is threading.main_thread():
         # stopped with SIGTERM (a service manager, `kill`), exit as on Ctrl-C: what runs at exit then runs too
-        # (layout.run.kill_children: no dot of ours goes on laying out after us)
+        # (layout.graphviz.run.kill_children: no dot of ours goes on laying out after us)
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
     print(f"torchvista_dash serving on http://{host}:{server.server_port}/  (Ctrl-C to stop)", flush=True)
     try:

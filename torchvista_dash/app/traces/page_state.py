@@ -1,10 +1,8 @@
 """The view state a browser holds, a JSON dict in a ``dcc.Store``, and the ViewSpec it stands for.
 
 The store holds only ``{"trace", "expanded", "unfolded", "pinned", "fold", "params", "ranges", "relayout",
-"sent"}``
-and the ``DrawOptions`` fields (``rankdir``, ``theme``, ``highlight``, ...): everything else is derived from
-it
-on the server and cached per trace (registry.py), so two tabs on one graph never interfere.
+"sent"}`` and the ``DrawOptions`` fields (``rankdir``, ``theme``, ``highlight``, ...): everything else is
+derived from it on the server and cached per trace (registry.py), so two tabs on one graph never interfere.
 """
 
 from __future__ import annotations

@@ -6,9 +6,10 @@ twice; jobs older than ``MAX_AGE_S`` are dropped unrun (the user has moved on); 
 cached meanwhile is skipped; finished keys are forgotten, so an evicted view can be precomputed again. The
 worker starts only when the server is quiet: ``DELAY_S`` without a new submission and without a request of
 any watched Flask app, none in flight (``watch_requests(server)``, called by ``install(app)``). The work
-holds the GIL while it builds figures, and on a small machine it would take a core from the browser still
-fetching the answer's pictures. Its Graphviz runs queue behind every interactive one
-(``layout.run.background``).
+holds the GIL while it builds figures, and on a small machine it takes a core from the browser: started while
+a page still fetches its pictures, it slows that page's first load (bench/bench_vs_torchvista.py measures the
+80-layer Llama's cold load). Its Graphviz runs queue behind every interactive one
+(``layout.graphviz.run.background``).
 """
 
 from __future__ import annotations

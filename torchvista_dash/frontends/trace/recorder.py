@@ -315,9 +315,8 @@ class Recorder(Sites):
                     producer[id(t)] = (_ref(t), nid, f"{nid}/{k}", m[0], m[1], pnames.get(id(t)))
             outputs = tuple(metas)
         # The op's Node and Edges are made after the forward pass (``build.finish``), in one tight loop:
-        # between
-        # two ops of a big model the caches are cold, so work done here costs several times what it costs
-        # there.
+        # between two ops of a big model the caches are cold, so work done here costs several times what it
+        # costs there.
         raw = (nid, info[0], parent, names, values, source, outputs, flops)
         nodes.append(raw)
         self.edges.append(raw)

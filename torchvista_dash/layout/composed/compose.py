@@ -1,13 +1,13 @@
 """Layout by module: each open call's interior laid out on its own, the pieces composed into one ``Layout``.
 
-One dot run over a whole every-op view explodes with nested clusters (4 Llama layers 1.3 s, 8 layers 24 s,
-16 over 60 s). Here every piece is a small flat graph (``pieces``), laid out by dot bottom-up: a cluster's
-interior first, then its parent with the cluster as one fixed-size box. Pieces are cached by their key (what
-their geometry depends on), in one bounded ``Cache`` this module owns, shared by every view of every trace:
-80 identical decoder layers are laid out once, and after a click only the pieces whose contents changed (the
-toggled call's chain up to the top level) go to dot again. The result is a pure function of the view: a
-piece's layout does not depend on which other pieces were laid out with it, so cached and fresh pieces give
-the same numbers.
+One dot run over a whole every-op view explodes with nested clusters (an 8-layer Llama every op takes dot tens
+of seconds, 16 layers over a minute; bench/bench_layout_scale.py). Here every piece is a small flat graph
+(``pieces``), laid out by dot bottom-up: a cluster's interior first, then its parent with the cluster as one
+fixed-size box. Pieces are cached by their key (what their geometry depends on), in one bounded ``Cache``
+this module owns, shared by every view of every trace: 80 identical decoder layers are laid out once, and
+after a click only the pieces whose contents changed (the toggled call's chain up to the top level) go to dot
+again. The result is a pure function of the view: a piece's layout does not depend on which other pieces
+were laid out with it, so cached and fresh pieces give the same numbers.
 """
 
 from __future__ import annotations

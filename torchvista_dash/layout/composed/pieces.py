@@ -90,14 +90,12 @@ class Piece:
                     bus[k] = g
                 g += 1
         # Many children sending tensors out by one port (a shared port: the layers' cached keys and values)
-        # join
-        # a *collector*, the bus's mirror: one trunk down the side of the stack, a short branch from each
-        # child
-        # (group -2 - f). As one edge per layer down to the border, each spanning up to 80 ranks, they were
-        # thousands of virtual nodes: the 80-layer Llama's own piece took dot 13 s of CPU, with it 0.04 s.
-        # (Tensors leaving by ports of their own are not bundled: one trunk down to all the out-ports crossed
-        # every edge between the children it passed, once per tensor on it: T5 every op 5,921 crossings vs
-        # 661.)
+        # join a *collector*, the bus's mirror: one trunk down the side of the stack, a short branch from each
+        # child (group -2 - f). As one edge per layer down to the border, each spanning up to 80 ranks, they
+        # would be thousands of virtual nodes: seconds of dot for the 80-layer Llama's own piece, a few
+        # hundredths with the collector (bench/bench_layout_scale.py, "cache on"). Tensors leaving by ports
+        # of their own are not bundled: one trunk down to all the out-ports crosses every edge between the
+        # children it passes, once per tensor on it.
         into: dict[int, list[int]] = {}
         for k, (_tk, _ti, hk, hj, _port) in enumerate(self.edges):
             if k not in bus and hk == "o":

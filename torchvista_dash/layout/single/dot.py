@@ -25,16 +25,16 @@ MIN_WIDTH = 36.0
 RANKDIRS = ("TB", "LR", "BT", "RL")
 
 # Graph attributes. newrank lets ranks span clusters (more compact with deep nesting). Iteration caps
-# (nslimit/mclimit/searchsize) were measured on graphs up to 2,000 nodes and bought nothing (bench/results/
-# layout.md, last column), so a single run keeps dot's defaults and its full layout quality. A piece of a
-# composed layout caps the network simplex that places nodes across the ranks at NSLIMIT x its nodes: the
-# 80-layer Llama's root piece with its KV cache opened (160 tensors from 80 layers down to 160 out-ports)
-# spent 35-80 s there and 3 s capped; of the other 203 pieces of 15 models' views, none moved a point (at 3,
-# the 12-layer dense block crossed 467 times, 447 before).
-# Edges are routed as polylines: dot's curved splines are fitted each on its own through a corridor that
-# others share, so edges in one order at both ends crossed each other on the way, twice, wherever a corridor
-# runs beside a tall box (every layer of a stack laid out by module is one rank: 8 Llama layers every op 211
-# crossings with curves, 118 as polylines; bench/bench_layout_scale.py).
+# (nslimit/mclimit/searchsize) buy a single run nothing on graphs up to 2,000 nodes (bench/bench_layout.py),
+# so it keeps dot's defaults and its full layout quality. A piece of a composed layout caps the network
+# simplex that places nodes across the ranks at NSLIMIT x its nodes: uncapped, a piece with many tensors
+# leaving for many out-ports (an 80-layer Llama's opened KV cache) spends up to a minute there; the cap
+# moves no box of the ordinary pieces, and a smaller one costs the dense blocks crossings
+# (tests/layout/test_layout_models.py, bench/bench_layout_scale.py).
+# Edges are routed as polylines: dot fits each curved spline on its own through a corridor that others
+# share, so edges in one order at both ends cross each other on the way, twice, wherever a corridor runs
+# beside a tall box, as every layer of a stack laid out by module is one rank (bench/bench_layout_scale.py
+# counts the crossings; docs/speed-history.md has them with curves).
 NODESEP, RANKSEP, SPLINES = "0.25", "0.3", "polyline"  # inches, inches, dot's edge routing
 NSLIMIT = "5"
 GRAPH_ATTRS: dict[str, str] = {"newrank": "true", "nodesep": NODESEP, "ranksep": RANKSEP, "splines": SPLINES}
@@ -200,11 +200,10 @@ INVISIBLE = (
 
 def _io_ranks(g: pydot.Dot, vg: VisibleGraph, dot_name: dict[str, int]) -> None:
     """Inputs on the first rank and outputs on the last (top and bottom in TB, left and right in LR), not
-    beside
-    the op that made them. Each input/output side shares one rank; an invisible edge runs from the first input
-    to every other box without an incoming edge, and from every box without an outgoing edge to the first
-    output, so no box ranks before the inputs or after the outputs. (``rank=min``/``max`` would say it in one
-    word, but Graphviz ignores them under ``newrank``.)"""
+    beside the op that made them. Each input/output side shares one rank; an invisible edge runs from the
+    first input to every other box without an incoming edge, and from every box without an outgoing edge to
+    the first output, so no box ranks before the inputs or after the outputs. (``rank=min``/``max`` would say
+    it in one word, but Graphviz ignores them under ``newrank``.)"""
     sides: dict[str, list[str]] = {"input": [], "output": []}
     for n in vg.nodes:
         side = io_side(n.id, n.kind)

@@ -1,11 +1,11 @@
 """SVG / PNG / PDF through Graphviz's own renderer, drawing the *same* geometry as the plotly figure.
 
-Plotly's image export needs kaleido plus a Chrome it downloads; Graphviz is already required for
-the layout, so static files come from it: every box, cluster and edge of the ``Layout`` is written
-(with pydot, as the layout's DOT is) as a node/edge with a pinned position (``pos="x,y!"``, edge splines
-in ``pos``) and rendered with ``neato -n2``, which draws positions as given instead of laying out again.
-The run goes through the layout's process runner (``layout/run.py``: same time budget, ``$TVD_DOT_TIMEOUT``).
-Colours, shapes and label text come from the same tables as the figure (style.py).
+Plotly's image export needs kaleido plus a Chrome it downloads; Graphviz is already required for the layout,
+so static files come from it: every box, cluster and edge of the ``Layout`` is written (with pydot, as the
+layout's DOT is) as a node/edge with a pinned position (``pos="x,y!"``, edge splines in ``pos``) and rendered
+with ``neato -n2``, which draws positions as given instead of laying out again. The run goes through the
+layout's process runner (``layout/graphviz/run.py``: same time budget, ``$TVD_DOT_TIMEOUT``). Colours, shapes
+and label text come from the same tables as the figure (style.py).
 """
 
 from __future__ import annotations
@@ -83,8 +83,9 @@ class _Html:
 
 
 def _a(**attrs: Any) -> dict[str, Any]:
-    """Attribute values quoted once, here, with layout.dot's quoting (HTML labels as they are): pydot writes
-    non-str values as given, and its own per-character quoting scan was half the time of the static DOT."""
+    """Attribute values quoted once, here, with layout.single.dot's quoting (HTML labels as they are): pydot
+    writes non-str values as given, and its own per-character quoting scan would be about half the time of the
+    static DOT."""
     return {
         k: (_Html(v) if v.startswith("<") else Quoted(v)) if isinstance(v, str) else v
         for k, v in attrs.items()
