@@ -18,6 +18,7 @@ __all__ = [
     "TorchvistaDashError",
     "TraceFormatError",
     "compare",
+    "configure",
     "install",
     "load_trace",
     "trace_model",
@@ -30,6 +31,10 @@ def __getattr__(name: str) -> Any:
         from torchvista_dash.app.component.aio import ModelGraph
 
         return ModelGraph
+    if name == "configure":  # where traces are shared: configure(store="redis://host:6379/0")
+        from torchvista_dash.app.traces.shared import configure_package
+
+        return configure_package
     if name == "install":  # set up a Dash app of your own to host ModelGraphs (app/server/install.py)
         from torchvista_dash.app.server.install import install
 

@@ -24,8 +24,8 @@ from dash import ALL, Input, Output, State, dcc, html
 from torchvista_dash.app.actions import links
 from torchvista_dash.app.actions.details import error_text
 from torchvista_dash.app.component.component import ModelGraph
-from torchvista_dash.app.http import compress, guard, picture_routes
-from torchvista_dash.app.server import firstpaint
+from torchvista_dash.app.http import compress, guard, picture_routes, push
+from torchvista_dash.app.server import bring, firstpaint
 from torchvista_dash.app.server.gallery import Gallery, demo_gallery
 from torchvista_dash.app.server.install import install
 from torchvista_dash.app.traces import firstview, registry, state
@@ -236,6 +236,8 @@ def make_app(
     requests_pathname_prefix: str | None = None,
     first_picture: bool = True,
     allowed_hosts: Iterable[str] = (),
+    push_token: str | None = None,
+    uploads: bool = True,
     **options: Any,
 ) -> dash.Dash:
     """A Dash app showing ``traces[0]`` (or the gallery), and any registered trace at ``/?trace=<id>``.
@@ -243,8 +245,9 @@ def make_app(
     ``gallery``: True for the built-in demos, or a ``Gallery`` (``gallery.folder_gallery(path)``: a folder of
     traces); ``first_picture``: pages carry their first view as server-drawn SVG, painted before Dash has
     started (firstpaint.py). ``allowed_hosts``: Host names the app answers for besides localhost, 127.0.0.1,
-    ::1,
-    ``$TVD_ALLOWED_HOSTS`` and the address it is served on (guard.py)."""
+    ::1, ``$TVD_ALLOWED_HOSTS`` and the address it is served on (guard.py). ``push_token``: the token
+    ``POST /_tvd/push`` requires (default ``$TVD_PUSH_TOKEN``; none: every push refused); ``uploads``: the
+    page takes trace files dropped on it (bring.py)."""
     global _apps
     if gallery is True:
         gallery = demo_gallery()
@@ -267,6 +270,9 @@ def make_app(
         allowed_hosts=allowed_hosts,
     )
     use_basic_plotly(app)
+    bring.add_push_route(app, push.push_token(push_token))
+    if uploads:
+        bring.add_upload_callback(app)
 
     def layout() -> Any:
         # Drawn in the layout request itself (the page's query comes in its Referer), so the first view
@@ -303,7 +309,9 @@ def make_app(
                     },
                 )
             )
-        return html.Div([*top, html.Div(_page_for(app, query, traces, gallery, options), id="tvd-page")])
+        page = html.Div(_page_for(app, query, traces, gallery, options), id="tvd-page")
+        # below the graph: the first picture, drawn where the graph will be, stays in place
+        return html.Div([*top, page, *([bring.drop_zone()] if uploads else [])])
 
     app.layout = layout
 

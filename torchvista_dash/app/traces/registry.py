@@ -40,6 +40,16 @@ VIEWS, LAYOUTS, FIGURES, PICTURES, FACTS = 96, 64, 48, 8, 8
 # explored at that size keeps about its last 12 layouts and 7 figures, not 64 and 48 (1.8 GB)
 LAYOUT_BYTES, FIGURE_BYTES = 96 * 2**20, 192 * 2**20
 STILL_HELD_S = 20.0  # how often a trace in use here is confirmed in the shared store (republished if lost)
+STILL_HELD_ENV = "TVD_STORE_CHECK_S"
+
+
+def still_held_s() -> float:
+    """``$TVD_STORE_CHECK_S`` when set (seconds, a number), else ``STILL_HELD_S``."""
+    try:
+        return float(os.environ.get(STILL_HELD_ENV, "") or STILL_HELD_S)
+    except ValueError:
+        return STILL_HELD_S
+
 
 FigureKey = tuple["ViewSpec", "DrawOptions"]  # what a figure or picture depends on
 
@@ -79,7 +89,7 @@ class UnknownTrace(TorchvistaDashError, KeyError):
 
     def __str__(self) -> str:
         if len(self.args) > 1:
-            return f"cannot show trace {str(self.args[0])[:80]!r}: {self.args[1]}"
+            return f"trace {str(self.args[0])[:80]!r} is not on this server, and {self.args[1]}"
         return (
             f"no trace with id {str(self.args[0])[:80]!r} on this server (it restarted, or dropped the trace "
             f"after {max_traces()} newer ones); show the trace again"
@@ -139,7 +149,7 @@ def entry(trace_id: str) -> Entry:
     if e is None:
         return _from_store(trace_id)
     now = time.monotonic()
-    if now - e.confirmed > STILL_HELD_S:
+    if now - e.confirmed > still_held_s():
         e.confirmed = now
         try:
             sharing.still_held(e.trace, keep=e.keep)

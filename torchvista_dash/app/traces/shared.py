@@ -423,3 +423,11 @@ def current() -> Store:
         if _current is None:
             _current = open_store(os.environ.get(STORE_ENV))
         return _current
+
+
+def configure_package(*, store: str | None = None) -> None:
+    """``torchvista_dash.configure(store=URL)``: where this process shares its traces (see the module), in
+    a user's own app; checked now, so an unreachable store is an error here, not in every page."""
+    new = open_store(store)
+    new.ping()
+    configure(new)

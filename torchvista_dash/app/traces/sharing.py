@@ -202,7 +202,7 @@ def shared_layout(
     workers (the store's lock), published, and counted. A store that does not answer: computed here."""
     store = shared.current() if store is None else store
     if not store.shared:
-        return _computed(compute, store)
+        return _computed(compute, store, key)
     try:
         found = _read_layout(store, key, vg, rankdir)
         if found is not None:
@@ -211,7 +211,7 @@ def shared_layout(
             found = _read_layout(store, key, vg, rankdir)  # made by the worker we waited for
             if found is not None:
                 return found
-            lay = _computed(compute, store)
+            lay = _computed(compute, store, key)
             store.put(key, encode_layout(lay))
             return lay
     except shared.StoreUnavailable:
@@ -229,20 +229,24 @@ def _read_layout(store: shared.Store, key: str, vg: VisibleGraph, rankdir: str) 
         return None
 
 
-def _computed(compute: Callable[[], Layout], store: shared.Store) -> Layout:
+def _computed(compute: Callable[[], Layout], store: shared.Store, key: str) -> Layout:
     lay = compute()
     try:
         store.incr(f"count:{VERSION}:layouts")
+        store.incr(f"count:{key}")
     except shared.StoreUnavailable:
         pass
     return lay
 
 
-def counts(store: shared.Store | None = None) -> dict[str, int]:
-    """How many view layouts the workers sharing the store computed (not read from it)."""
+def counts(store: shared.Store | None = None, key: str | None = None) -> dict[str, int]:
+    """How many view layouts the workers sharing the store computed (not read from it): all of them, and
+    the one under ``key`` when given."""
     store = shared.current() if store is None else store
-    raw = store.get(f"count:{VERSION}:layouts")
-    return {"layouts": int(raw or b"0")}
+    out = {"layouts": int(store.get(f"count:{VERSION}:layouts") or b"0")}
+    if key is not None:
+        out["view"] = int(store.get(f"count:{key}") or b"0")
+    return out
 
 
 # ---- pictures -----------------------------------------------------------------------------------------
