@@ -124,8 +124,7 @@ def build(name: str) -> tuple[Any, Any, str, list[str], list[str], int | None]:
     BERT: the first encoder layer); ours opens at depth 2, which shows the same level. Llama (6 layers, a
     transformers config, every op: about 400 boxes): ours starts with every op drawn and times closing and
     reopening the first decoder layer; torchvista, whose default view of it shows the decoder layers'
-    children,
-    times expanding the first layer's attention."""
+    children, times expanding the first layer's attention."""
     import torch
 
     torch.manual_seed(0)

@@ -335,8 +335,7 @@ def export_torchvista(model: Any, inputs: Any, out: Path) -> Path:
 
 def export_bounded(name: str, out: Path, timeout_s: float) -> Path | None:
     """torchvista's export of model ``name`` (TV_BUILD: its real-weights twin) in a process of its own, which
-    is
-    stopped after ``timeout_s``: None then."""
+    is stopped after ``timeout_s``: None then."""
     build = TV_BUILD.get(name, name)
     code = (
         f"import sys; sys.path.insert(0, {str(ROOT)!r}); from pathlib import Path; "

@@ -103,8 +103,7 @@ def culled_figure(fig: object) -> object:
 
 def renewals(fig: object, ranges: list[list[float]], kind: str) -> list[dict[int, dict] | None]:
     """For each of STEP_RENEW's six steps from ``ranges`` (the plot's, as drawn): the hit traces the server
-    sends
-    after it (as hitlayer.renew decides: None when the bars the browser holds still cover the view)."""
+    sends after it (as hitlayer.renew decides: None when the bars the browser holds still cover the view)."""
     data = _FULL[id(fig)]
     (x0, x1), (y0, y1) = ranges
     kept, record = hitlayer.culled(data, [list(fig.layout.xaxis.range), list(fig.layout.yaxis.range)], 0)

@@ -30,7 +30,7 @@ from torchvista_dash.app.actions import exporting, hitlayer, viewstep
 from torchvista_dash.app.server.server import make_app
 from torchvista_dash.app.traces import registry, state
 from torchvista_dash.model.options import DrawOptions, ViewOptions
-from torchvista_dash.render import hits
+from torchvista_dash.render import hits, viewport
 
 M = "main"
 
@@ -107,7 +107,7 @@ def test_the_bars_sent_are_bounded_for_a_huge_view() -> None:
         assert record["capped"] == (span_x > 10_000), "tens of thousands of equal boxes in view: none sent"
         if record["capped"]:
             continue
-        floor = hitlayer.MIN_PX / hitlayer.scale_of(view)
+        floor = hitlayer.MIN_PX / viewport.scale(view, hitlayer.PLOT_PX)
         (x0, x1), (y0, y1) = view
         want = {
             cid

@@ -4,8 +4,7 @@ the composition invariants, and stacks of layers standing in one column.
 
 Bounds were measured with this repository's code on the views below (small configs, random weights); the
 counts before the changes are in the comment beside each. Crossings are counted as in
-``bench/bench_layout_scale.py``
-(proper intersections of segments of different edges)."""
+``bench/bench_layout_scale.py`` (proper intersections of segments of different edges)."""
 
 from __future__ import annotations
 

@@ -17,18 +17,17 @@ from support_render import picture_texts as texts
 
 from torchvista_dash.layout.types import Layout
 from torchvista_dash.render import UIREVISION, make_figure
-from torchvista_dash.render.figure import (
-    FAILED_WINDOW,
-    NOMINAL_PLOT_PX,
-    READABLE_SCALE,
-    START_SCALE,
-    TILE_PT,
-    fit_scale,
-    start_window,
-)
+from torchvista_dash.render.figure import FAILED_WINDOW, TILE_PT
 from torchvista_dash.render.hits import header_rows
 from torchvista_dash.render.labels import Boxes, edge_labels
 from torchvista_dash.render.svg.picture import LOD_SCALE, OVERVIEW_PX, extent, fit_text
+from torchvista_dash.render.viewport import (
+    NOMINAL_PLOT_PX,
+    READABLE_SCALE,
+    START_SCALE,
+    fit_scale,
+    start_window,
+)
 
 
 def ids_in(fig, names) -> list[str]:

@@ -1,6 +1,5 @@
 """The picture cut into tiles (render/svg/tiles.py): one layout image per tile, each element in every tile it
-draws in,
-each tile's level of detail read from its own width; small views stay one image."""
+draws in, each tile's level of detail read from its own width; small views stay one image."""
 
 from __future__ import annotations
 
@@ -10,10 +9,11 @@ import xml.etree.ElementTree as ET
 from support_render import SVG_NS as NS
 from support_render import grid_case, picture_pieces
 
+from torchvista_dash.layout.textmetrics import SUB_PT
 from torchvista_dash.render import make_figure
 from torchvista_dash.render.figure import TILE_PT
 from torchvista_dash.render.style import get_theme
-from torchvista_dash.render.svg.picture import LOD_SCALE, SUB_PT, picture_svg
+from torchvista_dash.render.svg.picture import LOD_SCALE, picture_svg
 from torchvista_dash.render.svg.tiles import MAX_TILES, MIN_TILED_BOXES, OVERLAP, Grid
 
 

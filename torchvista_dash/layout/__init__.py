@@ -35,10 +35,10 @@ from torchvista_dash.layout.single.dot import (
     build_dot,
     check_rankdir,
     node_size,
-    text_width,
     to_dot,
 )
 from torchvista_dash.layout.single.parse import spline_points
+from torchvista_dash.layout.textmetrics import text_width
 from torchvista_dash.layout.types import Box, EdgePath, Layout
 from torchvista_dash.view.types import VisibleGraph
 

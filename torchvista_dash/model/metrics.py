@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from torchvista_dash.model.graph import Graph, ModuleCall, Node, numel
+from torchvista_dash.model.values import ValueStats, nonfinite_marks
 
 Combine = Literal["sum", "max", "worst"]
 
@@ -68,6 +69,9 @@ class Metric:
     scale: Literal["log", "linear"] = "log"
     higher_is_worse: bool = True  # for ``combine="worst"``
     edge_widths: bool = False  # edges drawn as wide as the bytes they carry
+    levels: tuple[
+        float, ...
+    ] = ()  # a metric of a few named values (``format`` names them): its key lists them
 
     def combined(self, values: Iterable[float | None]) -> float | None:
         known = [v for v in values if v is not None]
@@ -214,3 +218,57 @@ register(
     )
 )
 COST_METRICS = ("flops", "params", "bytes", "time")  # the stats() columns among the metrics
+
+
+# ---- value statistics (a value trace: trace_model(..., values=True)) --------------------------------------
+_NEEDS_VALUES = "trace with trace_model(model, inputs, values=True)"
+
+
+def _worst_output(read: Callable[[ValueStats], float | None]) -> Callable[[Graph, Node], float | None]:
+    """A node's value: the largest of ``read`` over its outputs' summaries (None without any)."""
+
+    def value(graph: Graph, n: Node) -> float | None:
+        got = [v for v in (read(s) for s in n.values if s is not None) if v is not None]
+        return max(got) if got else None
+
+    return value
+
+
+_VALUE_NODES = ("op", "input", "constant")
+for _name, _label, _read, _format, _scale in (
+    ("absmax", "largest |value|", lambda s: s.absmax, _plain, "log"),
+    ("std", "std of values", lambda s: s.std, _plain, "log"),
+    ("zeros", "fraction of zeros", lambda s: s.zeros, _percent, "linear"),
+):
+    register(
+        Metric(
+            _name,
+            _label,
+            _format,
+            _worst_output(_read),
+            combine="worst",
+            kinds=_VALUE_NODES,
+            empty=None,
+            needs="values",
+            missing=_NEEDS_VALUES,
+            share=False,
+            scale=_scale,  # type: ignore[arg-type]
+        )
+    )
+
+_NONFINITE_TEXT = {2.0: "first NaN/Inf", 1.0: "downstream of it", 0.0: "finite"}
+register(
+    Metric(
+        "nonfinite",
+        "NaN/Inf",
+        lambda v: _NONFINITE_TEXT.get(v, f"{v:g}"),
+        lambda g, n: nonfinite_marks(g).get(n.id),
+        combine="worst",
+        kinds=_VALUE_NODES,
+        needs="values",
+        missing=_NEEDS_VALUES,
+        share=False,
+        scale="linear",
+        levels=(0.0, 1.0, 2.0),
+    )
+)

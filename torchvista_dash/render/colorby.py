@@ -72,8 +72,7 @@ def colour_paint(graph: Graph, vg: VisibleGraph, metric: str, theme: str = "ligh
         if v is None:
             continue
         if v > 0:
-            k = round((_at(v, spec.scale) - lo) / (hi - lo) * (STEPS - 1))
-            c = colours[max(0, min(STEPS - 1, k))]
+            c = colours[_step(v, lo, hi, spec.scale)]
             boxes[vid] = BoxPaint(c, c, _text_on(c))
         else:
             boxes[vid] = neutral
@@ -82,7 +81,7 @@ def colour_paint(graph: Graph, vg: VisibleGraph, metric: str, theme: str = "ligh
         v = values_all.call.get(cl.id)
         if v is not None:
             hover[cl.id] = _share_line(name, v, total, metric)
-    extra = (_colour_bar(lo, hi, metric, colours, spec.scale),) if positive and vg.nodes else ()
+    extra = (_colour_bar(lo, hi, metric, colours, spec.scale, spec.levels),) if positive and vg.nodes else ()
     widths = edge_widths(vg) if spec.edge_widths else {}
     return Paint(
         boxes=boxes,
@@ -90,8 +89,40 @@ def colour_paint(graph: Graph, vg: VisibleGraph, metric: str, theme: str = "ligh
         extra=extra,
         edge_widths=widths,
         title=f"coloured by {name}",
-        legend=_legend(lo, hi, metric, colours, neutral, positive, values, spec.scale),
+        legend=(
+            _level_legend(spec.levels, lo, hi, metric, colours, neutral, values)
+            if spec.levels
+            else _legend(lo, hi, metric, colours, neutral, positive, values, spec.scale)
+        ),
     )
+
+
+def _step(v: float, lo: float, hi: float, scale: str) -> int:
+    """The colour step of a positive value."""
+    return max(0, min(STEPS - 1, round((_at(v, scale) - lo) / (hi - lo) * (STEPS - 1))))
+
+
+def _level_legend(
+    levels: tuple[float, ...],
+    lo: float,
+    hi: float,
+    metric: str,
+    colours: list[str],
+    neutral: BoxPaint,
+    values: dict[str, float | None],
+) -> tuple[tuple[BoxPaint, str], ...]:
+    """The key of a metric with a few named levels (NaN/Inf: first, downstream, finite): the levels shown."""
+    shown = set(values.values())
+    out = []
+    for level in sorted(levels, reverse=True):
+        if level not in shown:
+            continue
+        paint = neutral
+        if level > 0:
+            c = colours[_step(level, lo, hi, "linear")]
+            paint = BoxPaint(c, c, _text_on(c))
+        out.append((paint, human(level, metric)))
+    return tuple(out)
 
 
 def _at(v: float, scale: str) -> float:
@@ -163,11 +194,15 @@ def _share_line(name: str, v: float | None, total: float, metric: str) -> str:
     return f"<b>{esc(name)}:</b> {esc(human(v, metric))}{share}"
 
 
-def _colour_bar(lo: float, hi: float, metric: str, colours: list[str], scale: str = "log") -> dict[str, Any]:
-    """An invisible marker trace whose only job is to show the colour bar (log ticks at powers of ten, or
-    five linear ones; human units)."""
+def _colour_bar(
+    lo: float, hi: float, metric: str, colours: list[str], scale: str = "log", levels: tuple[float, ...] = ()
+) -> dict[str, Any]:
+    """An invisible marker trace whose only job is to show the colour bar (log ticks at powers of ten, five
+    linear ones, or a metric's named levels; human units)."""
     ticks: list[float]
-    if scale == "log":
+    if levels:
+        ticks = [v for v in levels if lo - 1e-9 <= v <= hi + 1e-9]
+    elif scale == "log":
         ticks = [p for p in range(math.floor(lo), math.ceil(hi) + 1) if lo - 1e-9 <= p <= hi + 1e-9]
     else:
         ticks = [lo + (hi - lo) * i / 4 for i in range(5)]

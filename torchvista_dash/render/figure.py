@@ -32,96 +32,25 @@ from typing import Any
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from torchvista_dash.layout.types import Box, Layout
+from torchvista_dash.layout.types import Box, Layout, check_drawable
 from torchvista_dash.model.graph import Graph
 from torchvista_dash.render import hits, shapes
 from torchvista_dash.render.hover import HoverIndex, esc
 from torchvista_dash.render.paint import Paint, with_sublabels
 from torchvista_dash.render.style import Theme, get_theme
 from torchvista_dash.render.svg import picture
+from torchvista_dash.render.viewport import NOMINAL_PLOT_PX, PAD, READABLE_SCALE, fit_scale, start_window
 from torchvista_dash.view.types import VisibleGraph
 
 # Constant uirevision: Dash keeps the user's zoom across figure updates while it stays the same.
 # The app sets ``fig.layout.uirevision`` to something else when it wants the new ranges applied.
 UIREVISION = "torchvista_dash"
 
-NOMINAL_PLOT_PX = (1100.0, 700.0)
-LABEL_PT = picture.LABEL_PT  # the font size (points) boxes are sized for by the layout
-PAD = 12.0  # points around the graph in the initial view
 FAILED_WINDOW = (900.0, 600.0)  # points shown around the failing op in a failed trace's initial view
-# px per point a too-big view starts at: op names and shape lines drawn, also in a plot somewhat smaller than
-# the nominal one
-START_SCALE = picture.LOD_SCALE["s"] * 1.15
-# px per point from which a view counts as readable (op names drawn) at the nominal plot size: a notch above
-# the level of detail's threshold, since real plots are smaller (about 1000 x 650 px in a 1400 x 900 window
-# with the details panel, 950 x 550 on a 1366 x 768 laptop): at the bare threshold a view such as CLIP's
-# default one shows no text in them
-READABLE_SCALE = picture.LOD_SCALE["o"] * 1.15
 # points per side of the picture's tiles (render/svg/tiles.py; the fastest zoom step of the sizes
 # bench/bench_zoom_parts.py compares)
 TILE_PT = 1200.0
 SCROLL_CONFIG = {"scrollZoom": True, "displaylogo": False, "doubleClick": "reset"}
-
-
-def _bounds(layout: Layout) -> Box:
-    return picture.extent(layout, 0.0)
-
-
-def fit_scale(bounds: Box) -> float:
-    """Pixels per point when ``bounds`` (plus padding) fills the nominal plot area."""
-    w = max(bounds[2] - bounds[0] + 2 * PAD, 1.0)
-    h = max(bounds[3] - bounds[1] + 2 * PAD, 1.0)
-    return min(NOMINAL_PLOT_PX[0] / w, NOMINAL_PLOT_PX[1] / h)
-
-
-def start_window(layout: Layout, bounds: Box | None = None) -> Box | None:
-    """Where a view too big to read when fitted starts: a window on its first rank (top in TB, left in LR) at
-    a scale where op names and shape lines are drawn, fitted across the ranks when that still reads, else
-    centred on the first rank's first box. ``None`` when the whole view fits the plot readably (then it starts
-    whole).
-
-    A 32-layer every-op view fitted whole is a few pixels per box and shows no text at all; users of map-like
-    viewers expect to start readable and pan, with "fit to screen" one click away."""
-    bounds = _bounds(layout) if bounds is None else bounds  # the drawing's extent, when the caller has it
-    if not layout.nodes or fit_scale(bounds) >= READABLE_SCALE:
-        return None
-    down = layout.rankdir in ("TB", "BT")
-    x0, y0, x1, y1 = bounds[0] - PAD, bounds[1] - PAD, bounds[2] + PAD, bounds[3] + PAD
-    across_px, across = (NOMINAL_PLOT_PX[0], x1 - x0) if down else (NOMINAL_PLOT_PX[1], y1 - y0)
-    scale = max(START_SCALE, min(across_px / max(across, 1.0), 1.0))
-    w, h = NOMINAL_PLOT_PX[0] / scale, NOMINAL_PLOT_PX[1] / scale
-    first = {"TB": lambda b: -b[3], "BT": lambda b: b[1], "LR": lambda b: b[0], "RL": lambda b: -b[2]}[
-        layout.rankdir
-    ]
-    fb = min(layout.nodes.values(), key=lambda b: (first(b), b[0], b[1]))
-    cx, cy = (fb[0] + fb[2]) / 2, (fb[1] + fb[3]) / 2
-
-    def place(lo: float, hi: float, size: float, centre: float, start: float | None) -> tuple[float, float]:
-        if size >= hi - lo:  # the whole extent fits this way: centre it
-            mid = (lo + hi) / 2
-            return mid - size / 2, mid + size / 2
-        a = start if start is not None else min(max(centre - size / 2, lo), hi - size)
-        return a, a + size
-
-    rd = layout.rankdir
-    wx = place(x0, x1, w, cx, {"LR": x0, "RL": x1 - w}.get(rd))
-    wy = place(y0, y1, h, cy, {"TB": y1 - h, "BT": y0}.get(rd))
-    return (round(wx[0], 1), round(wy[0], 1), round(wx[1], 1), round(wy[1], 1))
-
-
-def _check(vg: VisibleGraph, layout: Layout, highlight: str | None) -> None:
-    missing = [n.id for n in vg.nodes if n.id not in layout.nodes]
-    missing += [c.id for c in vg.clusters if c.id not in layout.clusters]
-    if missing:
-        raise ValueError(
-            f"the layout does not match the view: no box for {', '.join(missing[:5])}"
-            f"{' …' if len(missing) > 5 else ''}; lay out this same view (layout_view(vg)) before drawing it"
-        )
-    if highlight is not None and highlight not in layout.nodes and highlight not in layout.clusters:
-        raise ValueError(
-            f"highlight={highlight!r} is not drawn in this view; pass the id of a visible node "
-            "or expanded module (a search result inside a collapsed module: highlight that module)"
-        )
 
 
 def _initial_ranges(graph: Graph, vg: VisibleGraph, layout: Layout, bounds: Box) -> tuple[list, list]:
@@ -206,10 +135,10 @@ def figure_dict(
     the SVG and serves it by URL instead, without encoding it first).
     """
     th: Theme = get_theme(theme)
-    _check(vg, layout, highlight)
+    check_drawable(vg, layout, highlight)
     paint = paint or Paint()
     vg = with_sublabels(vg, paint)
-    bounds = _bounds(layout)
+    bounds = picture.extent(layout, 0.0)
     ext = picture.canvas_extent(layout, PAD, NOMINAL_PLOT_PX[0] / NOMINAL_PLOT_PX[1])
     xr, yr = _initial_ranges(graph, vg, layout, bounds)
     show_labels = labels is not False

@@ -15,17 +15,13 @@ import html
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from torchvista_dash.layout.single.dot import CHAR_WIDTH
+from torchvista_dash.layout.textmetrics import CHAR_EM, EDGE_PT, HEADER_PT
 from torchvista_dash.layout.types import Box, EdgePath, Layout
 from torchvista_dash.render.style import CLOSE_MARK
 from torchvista_dash.view.types import VisibleGraph
 
-FONT_FAMILY = "Helvetica, Arial, 'Liberation Sans', 'DejaVu Sans', sans-serif"
-LABEL_PT = 11.0  # the layout sizes boxes for labels at this size (layout/single/dot.py FONT_SIZE)
-SUB_PT = 9.0
-HEADER_PT = 10.0  # the layout reserves cluster headers for this size
-EDGE_PT = 8.0
-CHAR_EM = CHAR_WIDTH  # the layout's glyph width estimate (em): text is shortened to the room it sized for
+# Text sizes and the glyph estimate are the layout's (layout/textmetrics.py): text is shortened to the room
+# the layout sized for it.
 TEXT_PAD = 4.0  # points kept free on each side of a label inside its box
 HEADER_INSET = 6.0  # header text: points right of the cluster's left edge
 HEADER_BASE = 13.0  # header baseline: points below the cluster's top edge
@@ -127,8 +123,7 @@ def edge_labels(
     edges: Iterable[EdgePath], nodes: Boxes, headers: Iterable[Box]
 ) -> list[tuple[Box, EdgePath]]:
     """The edge labels drawn, each with where it lies: in layout order, those that cover no box (``nodes``),
-    no
-    header and no edge label drawn before them."""
+    no header and no edge label drawn before them."""
     taken = Boxes(40.0, headers)
     out: list[tuple[Box, EdgePath]] = []
     for ed in edges:
@@ -385,8 +380,7 @@ def _outside(
 
 def _fits(rect: Box, within: Box, inside: Boxes | _Few, own: Box, m: float) -> bool:
     """A name set at ``rect`` for the region ``own``, outside it: inside ``within``, clear of what lies
-    directly
-    in ``within`` (``inside``: boxes and clusters) but for what holds ``own``."""
+    directly in ``within`` (``inside``: boxes and clusters) but for what holds ``own``."""
     if (
         rect[0] < within[0] + m
         or rect[2] > within[2] - m

@@ -25,7 +25,7 @@ from dash import Patch, no_update
 from torchvista_dash.app.traces import state
 from torchvista_dash.layout.types import Box
 from torchvista_dash.model.options import DrawOptions
-from torchvista_dash.render import hits
+from torchvista_dash.render import hits, viewport
 from torchvista_dash.render.viewport import Ranges
 from torchvista_dash.view.types import ViewSpec
 
@@ -40,14 +40,6 @@ PLOT_PX = (2560.0, 1600.0)  # the biggest plot assumed (CSS pixels)
 Hits = dict[str, Any]
 
 
-def scale_of(ranges: Ranges) -> float:
-    """Pixels per point at ``ranges`` on the biggest plot assumed (equal aspect: the longer axis decides)."""
-    return min(
-        PLOT_PX[0] / max(ranges[0][1] - ranges[0][0], 1e-9),
-        PLOT_PX[1] / max(ranges[1][1] - ranges[1][0], 1e-9),
-    )
-
-
 def _view(ranges: Ranges) -> Box:
     (x0, x1), (y0, y1) = ranges
     return (min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1))
@@ -57,7 +49,7 @@ def culled(data: list[dict[str, Any]], ranges: Ranges, rev: int) -> tuple[list[d
     """A figure's ``data`` with the hit bars worth sending at ``ranges``, and the ``hits`` record of them."""
     if hits.count(data) < MIN_CULLED:
         return data, {"rev": rev, "all": True}
-    scale = scale_of(ranges)
+    scale = viewport.scale(ranges, PLOT_PX)
     out, window, floor, capped = hits.cull(data, _view(ranges), MIN_PX / (ZOOM_SLACK * scale), MAX_BARS, PADS)
     return out, {"rev": rev, "window": list(window), "floor": floor, "scale": scale, "capped": capped}
 
@@ -74,7 +66,7 @@ def covers(record: Hits | None, ranges: Ranges, rev: int) -> bool:
     wx0, wy0, wx1, wy1 = record["window"]
     if not (wx0 <= x0 and wy0 <= y0 and x1 <= wx1 and y1 <= wy1):
         return False
-    scale = scale_of(ranges)
+    scale = viewport.scale(ranges, PLOT_PX)
     if record.get("capped"):
         return scale <= record["scale"] * (1 + 1e-6)
     return MIN_PX / scale >= record["floor"] * (1 - 1e-6)

@@ -52,10 +52,27 @@ BUTTON = {"marginRight": "6px", "padding": "3px 10px", "cursor": "pointer"}
 ROW = {"display": "flex", "flexWrap": "wrap", "alignItems": "center", "gap": "10px", "margin": "6px 0"}
 
 
+def first_nonfinite_button(cid: dict[str, Any], graph: Graph) -> html.Button:
+    """The "first NaN/Inf" button: opens the module where NaN or Inf first appears, selects the op and
+    centres it (disabled, saying why, when the trace has no values or every value is finite)."""
+    from torchvista_dash.app.actions.valuerows import first_nonfinite_title
+
+    title, enabled = first_nonfinite_title(graph)
+    return html.Button(
+        "first NaN/Inf",
+        id=cid,
+        n_clicks=0,
+        disabled=not enabled,
+        title=title,
+        # a trace without values has nothing to go to: the button is there (the callbacks read it) but hidden
+        style=BUTTON if "values" in graph.measured else {**BUTTON, "display": "none"},
+        className="tvd-first-nonfinite",
+    )
+
+
 def color_by_control(cid: dict[str, Any], graph: Graph, value: str | None) -> dcc.Dropdown:
     """The "colour by" menu: boxes coloured by a cost, with a colour bar (metrics the trace lacks are
-    disabled,
-    e.g. time in a trace made without ``timing=True``)."""
+    disabled, e.g. time in a trace made without ``timing=True``)."""
     from torchvista_dash.model.metrics import REGISTRY, has_metric
 
     options = [{"label": "colour by: kind", "value": ""}] + [
@@ -223,6 +240,7 @@ class ModelGraph(html.Div):
                     className="tvd-search",
                 ),
                 color_by_control(_ids.color_by(aio_id), graph, draw.color_by),
+                first_nonfinite_button(_ids.first_nonfinite(aio_id), graph),
                 html.Span("Export view:", className="tvd-export-label"),
                 html.Button("HTML", id=_ids.export_html(aio_id), n_clicks=0, style=BUTTON),
                 html.Button("SVG", id=_ids.export_svg(aio_id), n_clicks=0, style=BUTTON),

@@ -29,7 +29,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 PUSH_TOKEN_ENV = "TVD_PUSH_TOKEN"
 ROUTE = "_tvd/push"
-MAX_UPLOAD_BYTES = 3 * 2**20  # a trace dropped on the page travels base64 in one callback request
 ZIP_MAGIC = b"PK\x03\x04"
 
 
@@ -39,6 +38,14 @@ class PushError(TorchvistaDashError, ValueError):
     def __init__(self, message: str, status: int = 400) -> None:
         super().__init__(message)
         self.status = status
+
+
+def upload_cap() -> int:
+    """The largest file the page takes: a dropped file travels base64 (4/3 of it) in one callback request,
+    which the request cap (app/http/guard.py, ``$TVD_MAX_REQUEST_BYTES``) bounds like any other."""
+    from torchvista_dash.app.http.guard import max_request_bytes
+
+    return max(0, max_request_bytes() - 2**16) * 3 // 4
 
 
 def push_token(given: str | None = None) -> str | None:
@@ -92,9 +99,10 @@ def trace_from_upload(contents: str, filename: str | None) -> Trace:
     head, _, data = (contents or "").partition(",")
     if not head.startswith("data:") or ";base64" not in head:
         raise PushError(f"{name} did not arrive as a file: drop a trace .json on the page")
-    if len(data) * 3 // 4 > MAX_UPLOAD_BYTES:
+    cap = upload_cap()
+    if len(data) * 3 // 4 > cap:
         raise PushError(
-            f"{name} is over {MAX_UPLOAD_BYTES // 2**20} MB: push bigger traces with "
+            f"{name} is over {cap / 2**20:.1f} MB: push bigger traces with "
             "`python -m torchvista_dash push FILE --server URL --token T`",
             413,
         )

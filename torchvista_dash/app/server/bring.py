@@ -57,12 +57,12 @@ def drop_zone() -> html.Div:
                     [
                         "Drop a trace .json here, or ",
                         html.A("choose one", style={"textDecoration": "underline"}),
-                        f" (up to {push.MAX_UPLOAD_BYTES // 2**20} MB),",
+                        f" (up to {push.upload_cap() / 2**20:.1f} MB; push bigger ones),",
                         " to show it with a link anyone can open",
                     ]
                 ),
                 multiple=False,
-                accept=".json,application/json",
+                max_size=push.upload_cap(),  # the browser keeps bigger files: the text says how to push them
                 style=UPLOAD_STYLE,
             ),
             html.Div(id="tvd-upload-note", style={"margin": "0 8px", "fontFamily": "system-ui, sans-serif"}),

@@ -160,6 +160,24 @@ class FlopMeter:
                 self.known[exact] = self.last
         return out
 
+    def count(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+        """The FLOPs of ``func(*args, **kwargs)``, for a source that only needs the number (a saved program's
+        ops on meta tensors): a call whose count is already known is not run at all."""
+        try:
+            exact = _call_key(func, args, kwargs)
+            if exact is not None and exact in self.known:
+                return self.known[exact]
+            if func in self.scalar:
+                return 0
+            if func not in self.counting:
+                ranks = (func, *(a.dim() for a in args[:3] if type(a) is _Tensor))
+                if ranks in self.none:
+                    return 0
+        except TypeError:  # unhashable: measured
+            pass
+        self.run(func, args, kwargs)
+        return self.last
+
 
 def _has_empty(args: tuple[Any, ...]) -> bool:
     """Does a tensor argument hold no element (a batch of 0: any function counts none on it)?"""

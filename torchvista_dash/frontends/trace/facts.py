@@ -21,8 +21,7 @@ METAS: dict[tuple[Any, ...], tuple[TensorMeta, str, tuple[TensorMeta]]] = {}
 
 def tensor_meta(t: torch.Tensor) -> tuple[TensorMeta, str, tuple[TensorMeta]]:
     """The (shared, immutable) TensorMeta of ``t``, its text and ``(meta,)``; interned because most shapes
-    repeat
-    (and objects made once are not new work for the garbage collector after every trace)."""
+    repeat (and objects made once are not new work for the garbage collector after every trace)."""
     key = (tuple(t.shape), t.dtype, t.device)
     m = METAS.get(key)
     if m is None:
@@ -204,6 +203,7 @@ NODE_FIELDS = (
     "outputs",
     "flops",
     "time_ms",
+    "values",
 )
 EDGE_FIELDS = ("src", "dst", "tensor", "meta", "dst_arg")
 for _cls, _names in ((Node, NODE_FIELDS), (Edge, EDGE_FIELDS)):

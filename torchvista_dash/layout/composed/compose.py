@@ -35,7 +35,7 @@ from torchvista_dash.layout.composed.pieces import (
 from torchvista_dash.layout.composed.porttable import port_cells
 from torchvista_dash.layout.composed.trivial import lay_out_single
 from torchvista_dash.layout.graphviz.run import GraphvizError, timeout_seconds
-from torchvista_dash.layout.single.dot import EDGE_FONT_SIZE, text_width
+from torchvista_dash.layout.textmetrics import EDGE_PT, text_width
 from torchvista_dash.layout.types import Box, EdgePath, Layout, Point
 from torchvista_dash.view.types import VisibleGraph
 
@@ -311,7 +311,7 @@ def _label_at(pts: tuple[Point, ...], label: str, near_source: bool) -> Point:
         (ax, ay), (bx, by) = pts[len(pts) // 2 - 1], pts[len(pts) // 2]
         t = 0.5
     x, y = ax + t * (bx - ax), ay + t * (by - ay)
-    return (round(x + text_width(label, EDGE_FONT_SIZE) / 2 + 3, 2), round(y, 2))
+    return (round(x + text_width(label, EDGE_PT) / 2 + 3, 2), round(y, 2))
 
 
 __all__ = ["HEADER", "Progress", "clear_piece_cache", "compose_layout", "piece_cache_info"]

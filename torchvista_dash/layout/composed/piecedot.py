@@ -103,8 +103,8 @@ def _dot_edges(key: tuple) -> tuple[list[tuple[int, int, dict[str, object]]], li
         if group in last:
             prev, trunk = last[group]
             trunk = [*trunk, len(out)]
-            # the trunk holds its junctions rank after rank (constraint=false let dot order them freely:
-            # branches then crossed each other and the trunks, Llama 8 layers 288 crossings against 226)
+            # the trunk holds its junctions rank after rank (with constraint=false dot orders them freely,
+            # and branches cross each other and the trunks; bench/bench_layout_scale.py counts crossings)
             out.append((prev, j, {"weight": trunk_weight}))
         else:
             trunk = [len(out)]

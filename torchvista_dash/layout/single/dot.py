@@ -11,14 +11,9 @@ from typing import Any
 
 import pydot
 
+from torchvista_dash.layout.textmetrics import EDGE_PT, FONT_NAME, HEADER_PT, LABEL_PT, SUB_PT, text_width
 from torchvista_dash.view.types import VisibleGraph, VisibleNode, io_side, printable
 
-FONT_NAME = "Helvetica"
-FONT_SIZE = 11.0  # points, main label
-SUB_FONT_SIZE = 9.0  # points, sublabel (second line)
-CLUSTER_FONT_SIZE = 10.0
-EDGE_FONT_SIZE = 8.0
-CHAR_WIDTH = 0.6  # average glyph width as a fraction of the font size (no font measurement)
 PAD_X = 14.0  # points of horizontal padding inside a box
 PAD_Y = 8.0
 MIN_WIDTH = 36.0
@@ -46,18 +41,13 @@ DRAWING_ATTRS: dict[str, str] = {
 }
 
 
-TWO_LINE_HEIGHT = FONT_SIZE * 1.4 + 2 * PAD_Y + SUB_FONT_SIZE * 1.3
-
-
-def text_width(text: str, font_size: float) -> float:
-    """Estimated width in points of ``text`` set at ``font_size`` (``render`` uses the same estimate)."""
-    return len(text) * font_size * CHAR_WIDTH
+TWO_LINE_HEIGHT = LABEL_PT * 1.4 + 2 * PAD_Y + SUB_PT * 1.3
 
 
 def node_size(node: VisibleNode) -> tuple[float, float]:
     """Width and height in points of a node's box, from its label text."""
-    w = max(text_width(node.label, FONT_SIZE), text_width(node.sublabel, SUB_FONT_SIZE)) + 2 * PAD_X
-    h = TWO_LINE_HEIGHT if node.sublabel else FONT_SIZE * 1.4 + 2 * PAD_Y
+    w = max(text_width(node.label, LABEL_PT), text_width(node.sublabel, SUB_PT)) + 2 * PAD_X
+    h = TWO_LINE_HEIGHT if node.sublabel else LABEL_PT * 1.4 + 2 * PAD_Y
     return max(w, MIN_WIDTH), h
 
 
@@ -128,16 +118,16 @@ def build_dot(vg: VisibleGraph, rankdir: str = "TB", *, ids: bool = False) -> tu
         graph_type="digraph",
         rankdir=rankdir,
         fontname=FONT_NAME,
-        fontsize=str(CLUSTER_FONT_SIZE),
+        fontsize=str(HEADER_PT),
         **GRAPH_ATTRS,
         **(DRAWING_ATTRS if ids else {}),
     )
     two_lines = round(
         TWO_LINE_HEIGHT / 72, 4
     )  # most boxes carry a shape line: make theirs the default height
-    node_drawing = {"fontname": FONT_NAME, "fontsize": str(FONT_SIZE), "style": "rounded"} if ids else {}
+    node_drawing = {"fontname": FONT_NAME, "fontsize": str(LABEL_PT), "style": "rounded"} if ids else {}
     g.set_node_defaults(shape="box", fixedsize="true", height=two_lines, **node_drawing)
-    g.set_edge_defaults(fontname=FONT_NAME, fontsize=str(EDGE_FONT_SIZE), arrowsize="0.6")
+    g.set_edge_defaults(fontname=FONT_NAME, fontsize=str(EDGE_PT), arrowsize="0.6")
 
     subgraphs: dict[str | None, pydot.Dot | pydot.Subgraph] = {None: g}
     cluster_names: dict[str, str] = {}

@@ -9,7 +9,7 @@ Level of detail lives inside the SVG as CSS media queries. An SVG drawn as an im
 size the image is drawn at, so ``@media (max-width: …)`` there reads the current zoom: below a scale (pixels
 per point) the shape lines and edge labels go, then op names, then module names and headers, as maps do. Above
 a scale the text stops growing (``MAX_TEXT_PX``). Every label is shortened with "…" to fit its box at the
-layout's own font estimate (``layout.single.dot.text_width``), so no label spills out of its box or over a
+layout's own font estimate (``layout.textmetrics.text_width``), so no label spills out of its box or over a
 neighbour at any zoom.
 """
 
@@ -20,19 +20,15 @@ import html
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+from torchvista_dash.layout.textmetrics import EDGE_PT, FONT_FAMILY, HEADER_PT, LABEL_PT, SUB_PT
 from torchvista_dash.layout.types import Box, Layout, Point
 from torchvista_dash.render import shapes
 from torchvista_dash.render.labels import (
-    EDGE_PT,
-    FONT_FAMILY,
     HEADER_BASE,
     HEADER_INSET,
-    HEADER_PT,
-    LABEL_PT,
     LOD_SCALE,
     MAX_TEXT_PX,
     OVERVIEW_PX,
-    SUB_PT,
     TEXT_BANDS,
     TEXT_PAD,
     Boxes,
@@ -54,10 +50,8 @@ from torchvista_dash.view.types import VisibleGraph
 __all__ = [
     "HEADER_BASE",
     "HEADER_INSET",
-    "LABEL_PT",
     "LOD_SCALE",
     "OVERVIEW_PX",
-    "SUB_PT",
     "Piece",
     "canvas_extent",
     "data_uri",
