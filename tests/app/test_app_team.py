@@ -253,3 +253,25 @@ def test_two_hosts_share_links_and_answer_right_and_redis_faults_show_in_the_pag
     finally:
         _stop(a)
         _stop(b)
+
+
+def test_workers_without_a_store_share_a_temporary_folder_removed_on_exit(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "torchvista_dash", "serve", "mlp", "--workers", "2", "--port", "0"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert "with 2 workers, store file:///" in line, line
+        folder = Path(line.split("store file://")[1].split()[0])
+        url = line.split("serving on ")[1].split()[0]
+        assert folder.is_dir() and '"nodes:labels"' in _layout(url, "")
+        assert any((folder / "kept").iterdir())  # the served trace, kept for every worker
+    finally:
+        _stop(proc)
+    assert not folder.exists()
