@@ -8,7 +8,7 @@ wraps the result here: the facade sits on top, no stage calls back into it.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -217,6 +217,7 @@ def trace_model(
     flops: bool = True,
     timing: bool = False,
     values: bool = False,
+    grads: Callable[[Any], Any] | None = None,
 ) -> Trace:
     """Trace ``model(*inputs, **kwargs)`` once, under ``torch.no_grad()``, and restore the model afterwards.
 
@@ -230,6 +231,9 @@ def trace_model(
     ``values=True`` records a summary of every tensor's values (min, max, mean, std, NaN and Inf counts,
     fraction of zeros, a few elements) in the same pass: shown in hover and details, and what
     ``first_nonfinite()``, ``compare`` and ``color_by="absmax"/"std"/"zeros"/"nonfinite"`` read.
+    ``grads=lambda out: out.logits.sum()`` runs one backward pass after the recorded forward and keeps each
+    parameter's gradient norm (``color_by="grad_norm"``; parameters the loss does not reach are listed in
+    hover and details); the model's own ``.grad`` are left as they were.
     """
     from torchvista_dash import __version__
     from torchvista_dash.frontends.trace import trace_graph, user_stacklevel
@@ -243,6 +247,7 @@ def trace_model(
         flops=flops,
         timing=timing,
         values=values,
+        grads=grads,
     )
     if error is not None:
         hint = ""

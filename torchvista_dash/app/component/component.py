@@ -136,6 +136,11 @@ class ModelGraph(html.Div):
         div_props = kwargs
         if draw.rankdir not in APP_RANKDIRS:
             raise ValueError(f"rankdir must be 'TB' or 'LR' in the app, not {draw.rankdir!r}")
+        if draw.color_by is not None and not isinstance(draw.color_by, str):
+            raise TypeError(
+                "ModelGraph colours by the metrics of its menu (color_by='flops', 'absmax', ...); your "
+                "own numbers per module colour Trace.figure(color_by={...}) and Trace.export(color_by=...)"
+            )
         if view.node_budget != DEFAULT_NODE_BUDGET:
             raise ValueError(
                 f"ModelGraph draws at most {DEFAULT_NODE_BUDGET:,} boxes per view; node_budget is "
@@ -239,7 +244,9 @@ class ModelGraph(html.Div):
                     style={"minWidth": "380px", "flex": "1"},
                     className="tvd-search",
                 ),
-                color_by_control(_ids.color_by(aio_id), graph, draw.color_by),
+                color_by_control(
+                    _ids.color_by(aio_id), graph, draw.color_by if isinstance(draw.color_by, str) else None
+                ),
                 first_nonfinite_button(_ids.first_nonfinite(aio_id), graph),
                 html.Span("Export view:", className="tvd-export-label"),
                 html.Button("HTML", id=_ids.export_html(aio_id), n_clicks=0, style=BUTTON),

@@ -130,10 +130,17 @@ def compose_layout(
         for cid, k in keys.items():
             lay = got[cid] = found[k]
             if cid is not None:
-                sizes[cid] = cluster_size((lay.width, lay.height), pl.labels[cid])
+                group = cid in pl.groups
+                sizes[cid] = cluster_size((lay.width, lay.height), pl.labels[cid], group)
                 p = pl.pieces[cid]
                 fields[cid] = _fields(
-                    lay, sizes[cid], len(p.children), len(p.in_ports), len(p.out_ports), rankdir
+                    lay,
+                    sizes[cid],
+                    len(p.children),
+                    len(p.in_ports),
+                    len(p.out_ports),
+                    rankdir,
+                    0.0 if group else MARGIN,
                 )
         done += len(level)
         if progress is not None:
@@ -203,7 +210,9 @@ def _compose(
         boxes = (np.round(np.hstack((a[:, :2] - half, a[:, :2] + half)), 2) + 0.0).tolist()
         for (child, cl), box in zip(ids, boxes, strict=True):
             b = (box[0], box[1], box[2], box[3])
-            if cl:
+            if cl and child in pl.groups:  # drawn as its members alone, where its interior put them
+                offset[child] = (b[0], b[1])
+            elif cl:
                 clusters[child] = b
                 offset[child] = (b[0] + (sizes[child][0] - got[child].width) / 2, b[1] + MARGIN)
             else:
@@ -276,16 +285,18 @@ def _join_edges(
     return tuple(out)
 
 
-def _fields(lay: PieceLayout, size: Size, n: int, n_in: int, n_out: int, rankdir: str) -> Fields:
+def _fields(
+    lay: PieceLayout, size: Size, n: int, n_in: int, n_out: int, rankdir: str, margin: float
+) -> Fields:
     """Where each port of a laid-out cluster goes on its border in the parent: where the port is inside (the
-    cluster's box is ``size``, its interior centred across it and ``MARGIN`` above its lower border), so the
+    cluster's box is ``size``, its interior centred across it and ``margin`` above its lower border), so the
     edges joining them run on straight and never cross."""
     w, h = size
     dx = (w - lay.width) / 2
     if rankdir in ("TB", "BT"):
         extent, place = w, (lambda s: dx + lay.centres[s][0])
     else:  # along the side from the top
-        extent, place = h, (lambda s: h - MARGIN - lay.centres[s][1])
+        extent, place = h, (lambda s: h - margin - lay.centres[s][1])
     return (
         port_cells(extent, [place(s) for s in range(n, n + n_in)]),
         port_cells(extent, [place(s) for s in range(n + n_in, n + n_in + n_out)]),
