@@ -87,6 +87,13 @@ class Trace:
     def to_json(self) -> str:
         return self.graph.to_json()
 
+    def push(self, url: str, token: str | None = None) -> str:
+        """Send this trace to the server at ``url`` (started with ``--push-token``); returns the link of the
+        page that shows it, on any of its workers or hosts. ``token``: default ``$TVD_PUSH_TOKEN``."""
+        from torchvista_dash.app.http.push import push_trace
+
+        return push_trace(self, url, token)
+
     # ---- costs -------------------------------------------------------------------------
     def stats(self, as_frame: bool = False) -> Any:
         """One row per module (qualname, cls, calls, params, param_bytes, flops, output_bytes, time_ms); the

@@ -25,6 +25,7 @@ from torchvista_dash.app.actions.search import browse, search
 from torchvista_dash.app.actions.valuerows import first_nonfinite_id
 from torchvista_dash.app.actions.viewstep import answer, clicked_id, details_for, with_controls
 from torchvista_dash.app.component.ids import ids
+from torchvista_dash.app.http import picture_routes
 from torchvista_dash.app.traces import firstview, progress, registry
 
 _MARK = str(Output(ids.graph(MATCH), "figure"))  # in the key of the set's first callback, in any app
@@ -165,6 +166,7 @@ def register(callback: Callable[..., Any]) -> None:
                 with_controls(data, options, direction, theme),
                 depth,
                 click if trigger == "graph" else None,
+                picture_base=picture_routes.base_url(dash.get_app()),
             ), cleared
 
     # Polled only while update_view runs: the same values update_view was sent find its progress record.

@@ -3,8 +3,9 @@
     app.layout = html.Div([ModelGraph(t1, id="enc"), ModelGraph(t2, id="dec")])
 
 The constructor registers the trace in the server-side registry and draws the first view on the
-server, so the page shows the graph without waiting for a callback. Its callbacks (``callbacks.py``)
-are registered once, at import, with pattern-matching ids.
+server, so the page shows the graph without waiting for a callback. Its callbacks (``callbacks.py``), with
+pattern-matching ids, go on an app by ``install(app)``, or, in a user's app that was not installed, as a
+``dash.callback`` set defined when the first ModelGraph is made (aio.py).
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ import uuid
 from dataclasses import replace
 from typing import Any
 
+import dash
 from dash import dcc, html
 
 from torchvista_dash.app.actions import hitlayer, viewstep
 from torchvista_dash.app.actions.details import details, header, selection
 from torchvista_dash.app.actions.search import browse
 from torchvista_dash.app.component.ids import ids as _ids
+from torchvista_dash.app.http import picture_routes
 from torchvista_dash.app.traces import firstview, progress, registry, state
 from torchvista_dash.model.graph import Graph
 from torchvista_dash.model.options import (
@@ -99,8 +102,9 @@ class ModelGraph(html.Div):
     ``height``: CSS height of the plot. Options, by name (``options.ViewOptions``/``DrawOptions``): ``depth``
     (module levels open at first, ``None``: every op), ``theme`` ("light", "dark"), ``rankdir`` ("TB", "LR"),
     ``fold_repeats``, ``show_params``, ``labels``, ``details``; or whole ``view=``/``draw=`` objects;
-    ``spec``: an exact first view (``view.build.make_spec``), as a shared link names it. Other keywords go to
-    the outer ``html.Div``.
+    ``spec``: an exact first view (``view.build.make_spec``), as a shared link names it; ``app``: the Dash app
+    it is shown in, whose picture route serves its first figure's pictures (``torchvista_dash.install(app)``;
+    without it they travel inside the figure). Other keywords go to the outer ``html.Div``.
     """
 
     ids = _ids
@@ -114,8 +118,10 @@ class ModelGraph(html.Div):
         view: ViewOptions | None = None,
         draw: DrawOptions | None = None,
         spec: ViewSpec | None = None,
+        app: dash.Dash | None = None,
         **kwargs: Any,
     ) -> None:
+        picture_base = picture_routes.base_url(app)
         if isinstance(trace, Graph):
             trace = Trace(trace)
         if not isinstance(trace, Trace):
@@ -153,7 +159,7 @@ class ModelGraph(html.Div):
         ready = firstview.prepared(tid, spec, draw)  # else the page asks for it, and shows its progress
         if ready:
             ranges = state.start_ranges(state.layout_of(tid, spec, draw.rankdir))
-            figure, hits = hitlayer.sent_figure(tid, spec, draw, ranges, 0)
+            figure, hits = hitlayer.sent_figure(tid, spec, draw, ranges, 0, picture_base=picture_base)
             state.precompute_neighbours(tid, spec, draw)
         else:
             ranges, hits = firstview.PENDING_RANGES, None
