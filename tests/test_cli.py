@@ -439,6 +439,19 @@ def test_export_colours_by_a_cost_and_names_a_missing_one(
     assert code == 2 and "error: color_by='time': this trace has no time recorded; trace with" in err
 
 
+def test_export_with_values_colours_by_a_value_statistic_with_a_colour_bar(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "abs.html"
+    code, text, _ = run_main(["export", "gpt", "--values", "-o", str(out), "--color-by", "absmax"], capsys)
+    assert code == 0 and "wrote" in text
+    assert "largest |value|" in out.read_text()  # the colour bar's title
+    code, _, err = run_main(["export", "gpt", "-o", str(tmp_path / "z.svg"), "--color-by", "zeros"], capsys)
+    assert code == 2 and "values=True" in err
+    code, _, _ = run_main(["export", "gpt", "--values", "-o", str(tmp_path / "v.json")], capsys)
+    assert code == 0 and '"values"' in (tmp_path / "v.json").read_text()
+
+
 def test_help_says_what_the_commands_do_and_what_a_target_is(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["--help"])

@@ -309,8 +309,9 @@ def build_demo(name: str) -> tuple[nn.Module, tuple[Any, ...]]:
 
 
 @functools.cache
-def demo_trace(name: str) -> Trace:
-    """The demo's trace, traced once per process (the gallery switches between them instantly)."""
+def demo_trace(name: str, values: bool = False) -> Trace:
+    """The demo's trace, traced once per process (the gallery switches between them instantly);
+    ``values``: with its value summaries (``trace_model(..., values=True)``; an exported demo has none)."""
     from torchvista_dash.traced import from_exported, trace_model
 
     model, inputs = build_demo(name)
@@ -318,4 +319,4 @@ def demo_trace(name: str) -> Trace:
         return from_exported(torch.export.export(model, inputs), name=DEMOS[name].title)
     with warnings.catch_warnings():  # the failing demo fails on purpose: no warning for it
         warnings.simplefilter("ignore", UserWarning)
-        return trace_model(model, inputs, name=DEMOS[name].title)
+        return trace_model(model, inputs, name=DEMOS[name].title, values=values)

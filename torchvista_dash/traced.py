@@ -8,7 +8,7 @@ wraps the result here: the facade sits on top, no stage calls back into it.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     import plotly.graph_objects as go
 
     from torchvista_dash.layout.types import Layout
+    from torchvista_dash.model.values import FirstNonfinite
     from torchvista_dash.render.paint import Paint
     from torchvista_dash.view.types import VisibleGraph
 
@@ -86,6 +87,13 @@ class Trace:
     def to_json(self) -> str:
         return self.graph.to_json()
 
+    def push(self, url: str, token: str | None = None) -> str:
+        """Send this trace to the server at ``url`` (started with ``--push-token``); returns the link of the
+        page that shows it, on any of its workers or hosts. ``token``: default ``$TVD_PUSH_TOKEN``."""
+        from torchvista_dash.app.http.push import push_trace
+
+        return push_trace(self, url, token)
+
     # ---- costs -------------------------------------------------------------------------
     def stats(self, as_frame: bool = False) -> Any:
         """One row per module (qualname, cls, calls, params, param_bytes, flops, output_bytes, time_ms); the
@@ -105,6 +113,14 @@ class Trace:
                 "stats() without it returns the same rows as a list of dicts"
             ) from None
         return pd.DataFrame(rows, columns=list(STATS_KEYS))
+
+    # ---- values (a trace made with values=True) ------------------------------------------
+    def first_nonfinite(self) -> FirstNonfinite | None:
+        """Where NaN or Inf first appears: the first op (in execution order) whose output holds one while its
+        inputs did not, with its module path (``.qualname``); None if every value is finite."""
+        from torchvista_dash.model.values import first_nonfinite
+
+        return first_nonfinite(self.graph)
 
     # ---- views and drawing -------------------------------------------------------------
     def view(
@@ -200,6 +216,8 @@ def trace_model(
     name: str | None = None,
     flops: bool = True,
     timing: bool = False,
+    values: bool = False,
+    grads: Callable[[Any], Any] | None = None,
 ) -> Trace:
     """Trace ``model(*inputs, **kwargs)`` once, under ``torch.no_grad()``, and restore the model afterwards.
 
@@ -210,6 +228,12 @@ def trace_model(
     and its enclosing module calls marked, ``Trace.error`` holds the exception, and a warning is issued.
     ``flops`` records each op's FLOPs (PyTorch's FlopCounterMode formulas) in the same pass; ``timing=True``
     also times each op in separate runs (median of 5) for ``stats()`` and ``figure(color_by="time")``.
+    ``values=True`` records a summary of every tensor's values (min, max, mean, std, NaN and Inf counts,
+    fraction of zeros, a few elements) in the same pass: shown in hover and details, and what
+    ``first_nonfinite()``, ``compare`` and ``color_by="absmax"/"std"/"zeros"/"nonfinite"`` read.
+    ``grads=lambda out: out.logits.sum()`` runs one backward pass after the recorded forward and keeps each
+    parameter's gradient norm (``color_by="grad_norm"``; parameters the loss does not reach are listed in
+    hover and details); the model's own ``.grad`` are left as they were.
     """
     from torchvista_dash import __version__
     from torchvista_dash.frontends.trace import trace_graph, user_stacklevel
@@ -222,6 +246,8 @@ def trace_model(
         versions=(("torchvista_dash", __version__),),
         flops=flops,
         timing=timing,
+        values=values,
+        grads=grads,
     )
     if error is not None:
         hint = ""

@@ -41,8 +41,13 @@ from torchvista_dash.model.checks import (
     trace_size_limit,
 )
 from torchvista_dash.model.checks import TraceSizeError as TraceSizeError
+from torchvista_dash.model.values import ValueStats, read_grads, read_node_values, stats_to_dict
 
 SCHEMA = "torchvista_dash.model.graph/1"
+# a trace with value summaries (Node.values): older readers refuse it by its schema rather than by a field
+# they do not know; a trace without them stays /1, byte for byte
+SCHEMA_VALUES = "torchvista_dash.model.graph/2"
+SCHEMAS = (SCHEMA, SCHEMA_VALUES)
 
 NodeKind = Literal["input", "output", "op", "constant", "parameter"]
 NODE_KINDS: tuple[NodeKind, ...] = get_args(NodeKind)
@@ -123,6 +128,7 @@ class Node:
     outputs: tuple[TensorMeta, ...] = ()
     flops: int = 0  # counted with torch.utils.flop_counter's formulas (see Graph.measured)
     time_ms: float | None = None  # median wall time of the op in a separate timed run (timing=True)
+    values: tuple[ValueStats | None, ...] = ()  # per output, its values' summary (values=True), else ()
 
 
 @dataclass(frozen=True)
@@ -156,9 +162,11 @@ class Graph:
     model_name: str = ""
     error: ErrorInfo | None = None
     versions: tuple[tuple[str, str], ...] = ()
-    measured: tuple[str, ...] = ()  # which costs the nodes carry: "flops", "time" (older traces: none)
+    measured: tuple[str, ...] = ()  # what the nodes carry: "flops", "time", "values" (older traces: none)
     # What the source could not give and every view says (a graph with no shapes, no module structure)
     notes: tuple[str, ...] = ()
+    # grads=: each trainable parameter's gradient norm (None: the loss does not reach it), by every name
+    grads: tuple[tuple[str, float | None], ...] = ()
 
     # ---- lookups (computed once; the graph is immutable) -------------------------------
     @cached_property
@@ -229,7 +237,7 @@ class Graph:
     # ---- JSON -------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema": SCHEMA,
+            "schema": SCHEMA_VALUES if {"values", "grads"} & set(self.measured) else SCHEMA,
             "model_name": self.model_name,
             "versions": dict(self.versions),
             "error": None if self.error is None else _error_to_dict(self.error),
@@ -238,6 +246,7 @@ class Graph:
             "edges": [_edge_to_dict(e) for e in self.edges],
             **({"measured": list(self.measured)} if self.measured else {}),
             **({"notes": list(self.notes)} if self.notes else {}),
+            **({"grads": [list(g) for g in self.grads]} if self.grads else {}),
         }
 
     def to_bytes(self) -> bytes:
@@ -279,9 +288,10 @@ class Graph:
                 "not a torchvista_dash trace: the JSON has no 'schema' field "
                 "(save traces with Trace.save() or `python -m torchvista_dash export ... -o x.json`)"
             )
-        if data["schema"] != SCHEMA:
+        if data["schema"] not in SCHEMAS:
             raise TraceFormatError(
-                f"unsupported trace schema {str(data['schema'])[:80]!r}; this version reads {SCHEMA!r}"
+                f"unsupported trace schema {str(data['schema'])[:80]!r}; this version reads "
+                f"{' and '.join(map(repr, SCHEMAS))}"
             )
         try:
             with gc_paused():
@@ -354,7 +364,7 @@ def numel(shape: Iterable[int]) -> int:
     return n
 
 
-MEASURABLE = ("flops", "time")
+MEASURABLE = ("flops", "time", "values", "grads")
 
 
 def _read_time_ms(value: Any) -> float | None:
@@ -470,6 +480,7 @@ _read_node = record(
         ("outputs", list_of(_read_meta), REQUIRED),
         ("flops", read_int, 0),
         ("time_ms", _read_time_ms, None),  # absent in traces made before costs were
+        ("values", read_node_values, ()),  # only in value traces
     ),
     "node",
 )
@@ -505,6 +516,7 @@ _read_graph = record(
         ("versions", read_str_map, ()),
         ("measured", _read_measured, ()),
         ("notes", read_strs, ()),
+        ("grads", read_grads, ()),
     ),
     "trace",
 )
@@ -560,6 +572,8 @@ def _node_to_dict(n: Node) -> dict[str, Any]:
         d["flops"] = n.flops
     if n.time_ms is not None:
         d["time_ms"] = n.time_ms
+    if n.values:
+        d["values"] = [stats_to_dict(v) for v in n.values]
     return d
 
 

@@ -185,11 +185,14 @@ def answer(
     current: dict[str, Any] | None = None,
     shown_depth: Any = None,
     click: dict[str, Any] | None = None,
+    *,
+    picture_base: str | None = None,
 ) -> tuple:
     """The first seven outputs of ``update_view`` for one action (the last, the search box, is its own:
     figure, store, notes, style, depth, class, hits); ``data`` is the store as the browser last drew it,
     ``current`` the same with the toolbar's current values, ``shown_depth`` the depth control's value,
-    ``click`` the clickData of a click (its box's drawn size tells the plot's scale)."""
+    ``click`` the clickData of a click (its box's drawn size tells the plot's scale), ``picture_base`` where
+    the app serves pictures (None: inside the figure)."""
     result = step(trigger, value, current if current is not None else data, relayout, click)
     if result is None:
         return no_update, no_update, no_update, no_update, no_update, no_update, no_update
@@ -231,7 +234,7 @@ def answer(
         fig["layout"]["uirevision"] = state.uirevision(rev)
         hits = hitlayer.patch(tid, spec, draw, ranges, rev, fig)[1]
     else:
-        fig, hits = hitlayer.sent_figure(tid, spec, draw, ranges, rev)
+        fig, hits = hitlayer.sent_figure(tid, spec, draw, ranges, rev, picture_base=picture_base)
     # unchanged outputs are not sent: each one sent costs the browser a React update on every click
     new_notes = state.visible(tid, spec).notes
     notes = no_update if new_notes == state.visible(tid, old_spec).notes else [html.Div(n) for n in new_notes]

@@ -22,8 +22,10 @@ from dash import MATCH, Input, Output, State, ctx, no_update
 from torchvista_dash.app.actions import hitlayer
 from torchvista_dash.app.actions.details import error_text
 from torchvista_dash.app.actions.search import browse, search
+from torchvista_dash.app.actions.valuerows import first_nonfinite_id
 from torchvista_dash.app.actions.viewstep import answer, clicked_id, details_for, with_controls
 from torchvista_dash.app.component.ids import ids
+from torchvista_dash.app.http import picture_routes
 from torchvista_dash.app.traces import firstview, progress, registry
 
 _MARK = str(Output(ids.graph(MATCH), "figure"))  # in the key of the set's first callback, in any app
@@ -104,6 +106,7 @@ _VIEW_CONTROLS: tuple[tuple[Callable[[Any], Any], str], ...] = (
     (ids.search, "value"),
     (ids.fit, "n_clicks"),
     (ids.color_by, "value"),
+    (ids.first_nonfinite, "n_clicks"),
 )
 
 
@@ -133,9 +136,11 @@ def register(callback: Callable[..., Any]) -> None:
         ],
     )
     def update_view(
-        click, _ea, _ca, depth, options, direction, theme, search, _fit, color_by, _first, data, relayout
+        click, _ea, _ca, depth, options, direction, theme, search, _fit, color_by, _nf, _first, data, relayout
     ):
         trigger = ctx.triggered_id["subcomponent"] if isinstance(ctx.triggered_id, dict) else None
+        if trigger == "first_nonfinite":  # shown as a search hit is: opened, centred, selected
+            trigger, search = "search", first_nonfinite_id(data["trace"])
         value = {
             "graph": clicked_id(click),
             "depth": depth,
@@ -149,7 +154,7 @@ def register(callback: Callable[..., Any]) -> None:
         # holding a value puts the cursor on that option when reopened, and the next typing would be lost
         cleared = None if trigger == "search" and search else no_update
         key = progress.request_key(
-            _aio(), data, click, _ea, _ca, depth, options, direction, theme, search, _fit, color_by
+            _aio(), data, click, _ea, _ca, depth, options, direction, theme, search, _fit, color_by, _nf
         )
         # a first view left to the page is known to be slow: its progress shows at once
         with progress.request(key, show_after=0.0 if trigger == "first_view" else progress.SHOW_AFTER_S):
@@ -161,6 +166,7 @@ def register(callback: Callable[..., Any]) -> None:
                 with_controls(data, options, direction, theme),
                 depth,
                 click if trigger == "graph" else None,
+                picture_base=picture_routes.base_url(dash.get_app()),
             ), cleared
 
     # Polled only while update_view runs: the same values update_view was sent find its progress record.
@@ -171,10 +177,10 @@ def register(callback: Callable[..., Any]) -> None:
         State(ids.store(MATCH), "data"),
         prevent_initial_call=True,
     )
-    def show_progress(_n, click, ea, ca, depth, options, direction, theme, search, fit, color_by, data):
+    def show_progress(_n, click, ea, ca, depth, options, direction, theme, search, fit, color_by, nf, data):
         return progress.text(
             progress.request_key(
-                _aio(), data, click, ea, ca, depth, options, direction, theme, search, fit, color_by
+                _aio(), data, click, ea, ca, depth, options, direction, theme, search, fit, color_by, nf
             )
         )
 

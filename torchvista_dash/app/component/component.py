@@ -3,8 +3,9 @@
     app.layout = html.Div([ModelGraph(t1, id="enc"), ModelGraph(t2, id="dec")])
 
 The constructor registers the trace in the server-side registry and draws the first view on the
-server, so the page shows the graph without waiting for a callback. Its callbacks (``callbacks.py``)
-are registered once, at import, with pattern-matching ids.
+server, so the page shows the graph without waiting for a callback. Its callbacks (``callbacks.py``), with
+pattern-matching ids, go on an app by ``install(app)``, or, in a user's app that was not installed, as a
+``dash.callback`` set defined when the first ModelGraph is made (aio.py).
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ import uuid
 from dataclasses import replace
 from typing import Any
 
+import dash
 from dash import dcc, html
 
 from torchvista_dash.app.actions import hitlayer, viewstep
 from torchvista_dash.app.actions.details import details, header, selection
 from torchvista_dash.app.actions.search import browse
 from torchvista_dash.app.component.ids import ids as _ids
+from torchvista_dash.app.http import picture_routes
 from torchvista_dash.app.traces import firstview, progress, registry, state
 from torchvista_dash.model.graph import Graph
 from torchvista_dash.model.options import (
@@ -47,6 +50,24 @@ PLOT_CONFIG: Any = {
 }
 BUTTON = {"marginRight": "6px", "padding": "3px 10px", "cursor": "pointer"}
 ROW = {"display": "flex", "flexWrap": "wrap", "alignItems": "center", "gap": "10px", "margin": "6px 0"}
+
+
+def first_nonfinite_button(cid: dict[str, Any], graph: Graph) -> html.Button:
+    """The "first NaN/Inf" button: opens the module where NaN or Inf first appears, selects the op and
+    centres it (disabled, saying why, when the trace has no values or every value is finite)."""
+    from torchvista_dash.app.actions.valuerows import first_nonfinite_title
+
+    title, enabled = first_nonfinite_title(graph)
+    return html.Button(
+        "first NaN/Inf",
+        id=cid,
+        n_clicks=0,
+        disabled=not enabled,
+        title=title,
+        # a trace without values has nothing to go to: the button is there (the callbacks read it) but hidden
+        style=BUTTON if "values" in graph.measured else {**BUTTON, "display": "none"},
+        className="tvd-first-nonfinite",
+    )
 
 
 def color_by_control(cid: dict[str, Any], graph: Graph, value: str | None) -> dcc.Dropdown:
@@ -81,8 +102,9 @@ class ModelGraph(html.Div):
     ``height``: CSS height of the plot. Options, by name (``options.ViewOptions``/``DrawOptions``): ``depth``
     (module levels open at first, ``None``: every op), ``theme`` ("light", "dark"), ``rankdir`` ("TB", "LR"),
     ``fold_repeats``, ``show_params``, ``labels``, ``details``; or whole ``view=``/``draw=`` objects;
-    ``spec``: an exact first view (``view.build.make_spec``), as a shared link names it. Other keywords go to
-    the outer ``html.Div``.
+    ``spec``: an exact first view (``view.build.make_spec``), as a shared link names it; ``app``: the Dash app
+    it is shown in, whose picture route serves its first figure's pictures (``torchvista_dash.install(app)``;
+    without it they travel inside the figure). Other keywords go to the outer ``html.Div``.
     """
 
     ids = _ids
@@ -96,8 +118,10 @@ class ModelGraph(html.Div):
         view: ViewOptions | None = None,
         draw: DrawOptions | None = None,
         spec: ViewSpec | None = None,
+        app: dash.Dash | None = None,
         **kwargs: Any,
     ) -> None:
+        picture_base = picture_routes.base_url(app)
         if isinstance(trace, Graph):
             trace = Trace(trace)
         if not isinstance(trace, Trace):
@@ -112,6 +136,11 @@ class ModelGraph(html.Div):
         div_props = kwargs
         if draw.rankdir not in APP_RANKDIRS:
             raise ValueError(f"rankdir must be 'TB' or 'LR' in the app, not {draw.rankdir!r}")
+        if draw.color_by is not None and not isinstance(draw.color_by, str):
+            raise TypeError(
+                "ModelGraph colours by the metrics of its menu (color_by='flops', 'absmax', ...); your "
+                "own numbers per module colour Trace.figure(color_by={...}) and Trace.export(color_by=...)"
+            )
         if view.node_budget != DEFAULT_NODE_BUDGET:
             raise ValueError(
                 f"ModelGraph draws at most {DEFAULT_NODE_BUDGET:,} boxes per view; node_budget is "
@@ -130,7 +159,7 @@ class ModelGraph(html.Div):
         ready = firstview.prepared(tid, spec, draw)  # else the page asks for it, and shows its progress
         if ready:
             ranges = state.start_ranges(state.layout_of(tid, spec, draw.rankdir))
-            figure, hits = hitlayer.sent_figure(tid, spec, draw, ranges, 0)
+            figure, hits = hitlayer.sent_figure(tid, spec, draw, ranges, 0, picture_base=picture_base)
             state.precompute_neighbours(tid, spec, draw)
         else:
             ranges, hits = firstview.PENDING_RANGES, None
@@ -215,7 +244,10 @@ class ModelGraph(html.Div):
                     style={"minWidth": "380px", "flex": "1"},
                     className="tvd-search",
                 ),
-                color_by_control(_ids.color_by(aio_id), graph, draw.color_by),
+                color_by_control(
+                    _ids.color_by(aio_id), graph, draw.color_by if isinstance(draw.color_by, str) else None
+                ),
+                first_nonfinite_button(_ids.first_nonfinite(aio_id), graph),
                 html.Span("Export view:", className="tvd-export-label"),
                 html.Button("HTML", id=_ids.export_html(aio_id), n_clicks=0, style=BUTTON),
                 html.Button("SVG", id=_ids.export_svg(aio_id), n_clicks=0, style=BUTTON),

@@ -37,6 +37,7 @@ SUBCOMPONENTS = (
     "progress_poll",
     "first_view",
     "hits",
+    "first_nonfinite",
 )
 
 
@@ -81,3 +82,5 @@ class ids:  # noqa: N801 - the Dash All-in-One convention: ModelGraph.ids.graph(
     first_view = staticmethod(lambda aio_id: make("first_view", aio_id))
     # what the figure's hit bars cover (app/actions/hitlayer.py)
     hits = staticmethod(lambda aio_id: make("hits", aio_id))
+    # the "first NaN/Inf" button of a value trace: opens, selects and centres where NaN/Inf first appears
+    first_nonfinite = staticmethod(lambda aio_id: make("first_nonfinite", aio_id))

@@ -13,6 +13,7 @@ import os
 import sys
 import traceback
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -21,11 +22,13 @@ from torch.nn.modules import module as nn_module
 from torchvista_dash.frontends.trace.build import finish
 from torchvista_dash.frontends.trace.cost import FlopMeter, time_ops
 from torchvista_dash.frontends.trace.failed import failed_node, in_chain, record_rejected
+from torchvista_dash.frontends.trace.grads import grad_norms
 from torchvista_dash.frontends.trace.mode import RecordingMode
 from torchvista_dash.frontends.trace.recorder import Recorder
 from torchvista_dash.frontends.trace.rejected import rejected_call
 from torchvista_dash.frontends.trace.state import ModelState, quiet_lazy_init
 from torchvista_dash.frontends.trace.structure import bind_arg_names, check_inputs, iter_tensors
+from torchvista_dash.frontends.trace.values import Summarizer
 from torchvista_dash.model.graph import ErrorInfo, Graph
 
 
@@ -39,6 +42,8 @@ def trace_graph(
     flops: bool = True,
     timing: bool = False,
     timing_repeat: int = 5,
+    values: bool = False,
+    grads: Callable[[Any], Any] | None = None,
 ) -> tuple[Graph, BaseException | None]:
     """Trace ``model(*inputs, **kwargs)`` once, under ``torch.no_grad()``, restoring the model afterwards.
 
@@ -46,7 +51,9 @@ def trace_graph(
     keyword arguments (every key a parameter of ``forward``), or a single dict/dataclass argument. If the
     forward pass raises, the partial graph is returned with the failing op and its enclosing module calls
     marked, beside the exception. ``versions`` are recorded after torch's.
-    ``flops`` counts each op's FLOPs in the same pass; ``timing`` times each op in separate runs (cost.py).
+    ``flops`` counts each op's FLOPs in the same pass; ``timing`` times each op in separate runs (cost.py);
+    ``values`` summarises every tensor's values in the same pass (values.py); ``grads`` (a loss function of
+    the output) runs one backward pass after it for each parameter's gradient norm (grads.py).
     """
     model = _unwrap(model)
     args, kw = check_inputs(inputs, kwargs, model.forward)
@@ -54,9 +61,11 @@ def trace_graph(
     # the recorder allocates many small objects; a full GC pass mid-trace costs more than it saves
     gc.disable()
     try:
-        graph, error = _trace(model, args, kw, name, versions, flops)
+        graph, error = _trace(model, args, kw, name, versions, flops, values)
         if timing:
             graph = _timed(model, args, kw, graph, error, timing_repeat)
+        if grads is not None:
+            graph = _with_grads(model, args, kw, graph, error, grads)
         return graph, error
     finally:
         if gc_was_enabled:
@@ -70,11 +79,14 @@ def _trace(
     name: str | None,
     versions: tuple[tuple[str, str], ...],
     flops: bool,
+    values: bool = False,
 ) -> tuple[Graph, BaseException | None]:
     named = list(model.named_modules())  # one walk of the module tree, shared by the three readers
     rec = Recorder(model, named)
     if flops:
         rec.meter = FlopMeter(_device_types(model, args, kw))
+    if values:
+        rec.summarize = Summarizer()
     state = ModelState(model, named)
     error: BaseException | None = None
     result: Any = None
@@ -198,7 +210,7 @@ def _finalize(
         model_name=model_name,
         error=err_info,
         versions=(("torch", torch.__version__), *versions),
-        measured=("flops",) if rec.meter else (),
+        measured=(*(("flops",) if rec.meter else ()), *(("values",) if rec.summarize else ())),
     )
 
 
@@ -229,6 +241,22 @@ def _timed(
         warnings.warn(f"timing=True: {problem}", stacklevel=4)
         return graph
     return dataclasses.replace(graph, nodes=tuple(nodes), measured=(*graph.measured, "time"))
+
+
+def _with_grads(
+    model: torch.nn.Module,
+    args: tuple[Any, ...],
+    kw: dict[str, Any],
+    graph: Graph,
+    error: BaseException | None,
+    loss_fn: Callable[[Any], Any],
+) -> Graph:
+    """The graph with each parameter's gradient norm from one backward pass (none after a failed pass)."""
+    if error is not None:
+        warnings.warn("grads=: the forward pass failed, so no gradients were computed", stacklevel=4)
+        return graph
+    norms = grad_norms(model, args, kw, loss_fn)
+    return dataclasses.replace(graph, grads=norms, measured=(*graph.measured, "grads"))
 
 
 def _device_types(model: torch.nn.Module, args: tuple[Any, ...], kw: dict[str, Any]) -> str:

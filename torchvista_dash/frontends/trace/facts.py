@@ -203,6 +203,7 @@ NODE_FIELDS = (
     "outputs",
     "flops",
     "time_ms",
+    "values",
 )
 EDGE_FIELDS = ("src", "dst", "tensor", "meta", "dst_arg")
 for _cls, _names in ((Node, NODE_FIELDS), (Edge, EDGE_FIELDS)):
