@@ -18,6 +18,9 @@ ThemeName = Literal["light", "dark"]
 Rankdir = Literal["TB", "LR", "BT", "RL"]
 
 THEMES: tuple[ThemeName, ...] = ("light", "dark")
+ReachMode = Literal["step", "up", "down", "all"]
+# what a selection lights: one step each way, everything upstream, everything downstream, both
+REACH_MODES: tuple[ReachMode, ...] = ("step", "up", "down", "all")
 COLOR_BY: tuple[str, ...] = tuple(METRICS)  # what boxes can be coloured by
 RANKDIRS: tuple[Rankdir, ...] = ("TB", "LR", "BT", "RL")
 # boxes; over it a view collapses its deepest open calls. A guard only: the layout goes module by module
@@ -133,14 +136,22 @@ class DrawOptions:
     labels: bool | None = None  # text labels (None/True: drawn as the zoom allows; False: none)
     details: bool | None = None  # shape lines and edge labels (None/True: as the zoom allows; False: none)
     color_by: str | None = None  # colour boxes by a cost: "flops", "params", "bytes", "time" (costs.METRICS)
+    # a visible id whose inputs and outputs are lit, the rest dimmed (view/reach.py): how far (``reach``), or
+    # every path between it and ``path_to``
+    selected: str | None = None
+    reach: ReachMode = "step"
+    path_to: str | None = None
 
     def __post_init__(self) -> None:
         _choice("theme", self.theme, THEMES)
         if self.color_by is not None:
             _choice("color_by", self.color_by, COLOR_BY)
         _choice("rankdir", self.rankdir, RANKDIRS)
-        if self.highlight is not None and not isinstance(self.highlight, str):
-            raise TypeError(f"highlight must be a visible id (str) or None, not {self.highlight!r}")
+        for name in ("highlight", "selected", "path_to"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"{name} must be a visible id (str) or None, not {value!r}")
+        _choice("reach", self.reach, REACH_MODES)
         _flag("labels", self.labels, optional=True)
         _flag("details", self.details, optional=True)
 
@@ -153,7 +164,12 @@ class DrawOptions:
 
 
 LAYOUT_FIELDS = ("rankdir",)  # DrawOptions fields that change the layout, not only the drawing
-PAINT_FIELDS = ("color_by",)  # DrawOptions fields the pipeline turns into a render.paint.Paint
+PAINT_FIELDS = (
+    "color_by",
+    "selected",
+    "reach",
+    "path_to",
+)  # DrawOptions fields the pipeline turns into a render.paint.Paint
 
 
 OPTION_TYPES: tuple[type[ViewOptions] | type[DrawOptions], ...] = (ViewOptions, DrawOptions)

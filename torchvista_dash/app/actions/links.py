@@ -11,9 +11,9 @@ A view that is a depth's view is just ``depth=N``. Untrusted text: every id is c
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 from urllib.parse import urlencode
 
+from torchvista_dash.app.traces.page_state import PageState
 from torchvista_dash.model.graph import Graph
 from torchvista_dash.view import build as view_mod
 from torchvista_dash.view.types import ViewSpec
@@ -37,14 +37,12 @@ def _base(graph: Graph, depth: int | None, fold: bool, params: bool) -> ViewSpec
     return view_mod.make_spec(graph, depth=depth, fold_repeats=fold, show_params=params)
 
 
-def view_query(graph: Graph, data: Mapping[str, Any]) -> dict[str, str]:
-    """The address's view part for a ModelGraph's store (see the module docstring)."""
-    from torchvista_dash.app.traces.state import spec_from_store
-
-    spec = spec_from_store(dict(data))
+def view_query(graph: Graph, page: PageState) -> dict[str, str]:
+    """The address's view part for a ModelGraph's state (see the module docstring)."""
+    spec = page.spec
     out: dict[str, str] = {}
     for key in _DRAW_KEYS:
-        value = data.get(key)
+        value = getattr(page.draw, key)
         if value and value != {"theme": "light", "rankdir": "TB"}.get(key):
             out[key] = str(value)
     if not spec.fold_repeats:
@@ -68,13 +66,13 @@ def view_query(graph: Graph, data: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def page_search(current: str | None, graph: Graph, data: Mapping[str, Any]) -> str:
-    """The address for the page now: its page keys kept from ``current``, the view from the store."""
+def page_search(current: str | None, graph: Graph, page: PageState) -> str:
+    """The address for the page now: its page keys kept from ``current``, the view from the page's state."""
     from urllib.parse import parse_qs
 
     query = parse_qs((current or "").lstrip("?"))
     keep = {k: query[k][0] for k in PAGE_KEYS if k in query}
-    return "?" + urlencode({**keep, **view_query(graph, data)})
+    return "?" + urlencode({**keep, **view_query(graph, page)})
 
 
 def spec_from_query(

@@ -20,10 +20,12 @@ from torchvista_dash.app.actions.details import details, header, selection
 from torchvista_dash.app.actions.search import browse
 from torchvista_dash.app.component.ids import ids as _ids
 from torchvista_dash.app.traces import firstview, progress, registry, state
+from torchvista_dash.app.traces.page_state import PageState
 from torchvista_dash.model.graph import Graph
 from torchvista_dash.model.options import (
     DEFAULT_NODE_BUDGET,
     EVERYTHING,
+    REACH_MODES,
     THEMES,
     DrawOptions,
     ViewOptions,
@@ -34,7 +36,21 @@ from torchvista_dash.traced import Trace
 from torchvista_dash.view import build as view_mod
 from torchvista_dash.view.types import ViewSpec
 
+try:  # key events come from a maintained component library (no JavaScript of our own); Python 3.11+
+    from dash_extensions import Keyboard
+except ImportError:  # pragma: no cover - without it the page has no shortcuts; clicks and controls still work
+    Keyboard = None
+HAS_KEYS = Keyboard is not None
+
 APP_RANKDIRS = ("TB", "LR")  # the toolbar's directions
+REACH_LABELS = {
+    "step": "inputs and outputs",
+    "up": "all upstream",
+    "down": "all downstream",
+    "all": "all connected",
+}
+# what a key event tells the server: the key, its modifiers, and where it was typed (a text field's own)
+KEY_PROPS = ["key", "shiftKey", "ctrlKey", "metaKey", "altKey", "target.tagName"]
 # The mode bar keeps the tools that mean something on a graph of boxes: zoom and pan modes, zoom in/out and
 # "reset" (back to the whole view). No selection tools (nothing to select), no autoscale (the same as reset
 # here), no camera (the export buttons draw the whole view, not the visible part), no share link.
@@ -139,16 +155,7 @@ class ModelGraph(html.Div):
             figure = firstview.placeholder_figure(
                 draw.theme, f"Laying out {graph.model_name or 'the model'}…"
             )
-        store = {
-            "trace": tid,
-            **state.spec_to_store(spec),
-            **state.draw_to_store(draw),
-            "rev": 0,
-            "ranges": ranges,
-            "relayout": None,
-            "sent": [ranges],
-            **({} if ready else {"pending": True}),
-        }
+        store = PageState(trace=tid, spec=spec, draw=draw, ranges=ranges, pending=not ready).to_store()
         theme, rankdir, fold_repeats, show_params = (
             draw.theme,
             draw.rankdir,
@@ -238,6 +245,32 @@ class ModelGraph(html.Div):
             style=ROW,
             className="tvd-toolbar",
         )
+        toolbar3 = html.Div(
+            [
+                _label("Selection:"),
+                dcc.Dropdown(
+                    id=_ids.reach(aio_id),
+                    options=[{"label": REACH_LABELS[m], "value": m} for m in REACH_MODES],
+                    value=draw.reach,
+                    clearable=False,
+                    searchable=False,
+                    style={"width": "200px"},
+                    className="tvd-reach",
+                ),
+                dcc.Dropdown(
+                    id=_ids.path_to(aio_id),
+                    options=browse(graph),
+                    placeholder="Path from the selection to… (or Shift+click a box)",
+                    searchable=True,
+                    clearable=True,
+                    style={"minWidth": "340px", "flex": "1"},
+                    className="tvd-path-to",
+                ),
+                html.Button("Clear selection", id=_ids.clear(aio_id), n_clicks=0, style=BUTTON),
+            ],
+            style=ROW,
+            className="tvd-toolbar",
+        )
         plot = dcc.Graph(id=_ids.graph(aio_id), figure=figure, style={"height": height}, config=PLOT_CONFIG)
         body = html.Div(
             [
@@ -287,10 +320,12 @@ class ModelGraph(html.Div):
                 id=_ids.first_view(aio_id), interval=firstview.TICK_MS, max_intervals=1, disabled=ready
             ),
             html.Div(
-                [toolbar, toolbar2], className="tvd-toolbars"
+                [toolbar, toolbar2, toolbar3], className="tvd-toolbars"
             ),  # one wrapped row on a narrow page (tvd.css)
             body,
             dcc.Store(id=_ids.store(aio_id), data=store),
+            # keys anywhere on the page (not in a text field): shortcuts, and Shift held while clicking
+            *([Keyboard(id=_ids.keys(aio_id), eventProps=KEY_PROPS)] if Keyboard is not None else []),
             dcc.Store(id=_ids.hits(aio_id), data=hits),
             dcc.Store(
                 id=_ids.selected(aio_id), data=selection(tid, draw.highlight) if draw.highlight else None

@@ -37,6 +37,10 @@ SUBCOMPONENTS = (
     "progress_poll",
     "first_view",
     "hits",
+    "reach",
+    "path_to",
+    "clear",
+    "keys",
 )
 
 
@@ -81,3 +85,9 @@ class ids:  # noqa: N801 - the Dash All-in-One convention: ModelGraph.ids.graph(
     first_view = staticmethod(lambda aio_id: make("first_view", aio_id))
     # what the figure's hit bars cover (app/hitlayer.py)
     hits = staticmethod(lambda aio_id: make("hits", aio_id))
+    # what a selection lights (view/reach.py): how far, a path to another box, and clearing it
+    reach = staticmethod(lambda aio_id: make("reach", aio_id))
+    path_to = staticmethod(lambda aio_id: make("path_to", aio_id))
+    clear = staticmethod(lambda aio_id: make("clear", aio_id))
+    # the keys pressed on the page (dash_extensions.Keyboard): shortcuts, and Shift held for a path
+    keys = staticmethod(lambda aio_id: make("keys", aio_id))

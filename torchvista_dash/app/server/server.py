@@ -28,7 +28,7 @@ from torchvista_dash.app.component.component import ModelGraph
 from torchvista_dash.app.http import compress, guard, picture_routes
 from torchvista_dash.app.server import firstpaint
 from torchvista_dash.app.server.gallery import Gallery, demo_gallery
-from torchvista_dash.app.traces import firstview, registry, state
+from torchvista_dash.app.traces import firstview, page_state, registry, state
 from torchvista_dash.model.options import option_names, options_from_text, split_options
 from torchvista_dash.render import plotlyjs
 from torchvista_dash.traced import Trace
@@ -342,11 +342,12 @@ def make_app(
         prevent_initial_call=True,
     )
     def remember(stores: list[dict[str, Any]] | None, search: str | None) -> Any:
-        if not stores or not stores[0] or "trace" not in stores[0]:
+        if not stores or not stores[0]:
             return dash.no_update, dash.no_update
         try:
-            new = links.page_search(search, registry.get(stores[0]["trace"]).graph, stores[0])
-        except Exception:  # the address is a convenience: never break the page over it
+            page = page_state.load(stores[0])
+            new = links.page_search(search, registry.get(page.trace).graph, page)
+        except Exception:  # the address is a convenience: never break the page over it (the view says why)
             return dash.no_update, dash.no_update
         return (dash.no_update, dash.no_update) if new == (search or "") else (new, new)
 

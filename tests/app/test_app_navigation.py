@@ -1,0 +1,84 @@
+"""Finding one's way in the app, in a real Chromium against a real server, as a person does it: a click
+selects a box and lights what feeds it and what it feeds, Shift+click lights the paths to another box, the
+selection controls widen or clear it."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+import pytest
+from support_app import click_id, css_id, figure_picture, open_demo
+
+from torchvista_dash.render.style import get_theme
+
+pytestmark = pytest.mark.browser
+
+G = "gallery"
+LIT = get_theme("light").highlight
+
+
+def _lit_edges(page: Any) -> int:
+    """Edges drawn lit in the browser's picture now."""
+    return len(re.findall(r'class="e" style="stroke-width:[0-9.]+px;stroke:' + re.escape(LIT), _svg(page)))
+
+
+def _svg(page: Any) -> str:
+    return figure_picture(page, G)
+
+
+def _faded(page: Any) -> int:
+    return len(re.findall(r'class="k\w+ fd"', _svg(page)))
+
+
+def _wait(page: Any, check: Any, what: str, timeout_s: float = 20.0) -> None:
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        if check():
+            return
+        time.sleep(0.1)
+    notes = page.inner_text(css_id(G, "notes"))
+    raise AssertionError(f"{what}; lit {_lit_edges(page)}, faded {_faded(page)}; page notes: {notes!r}")
+
+
+def _choose(page: Any, sub: str, label: str) -> None:
+    page.click(css_id(G, sub))
+    page.get_by_role("option", name=label).click()
+
+
+def test_a_click_lights_inputs_and_outputs_and_shift_click_a_path(page: Any, gallery_url: str) -> None:
+    # x → linear n:3 → relu n:4 → dropout n:5 → linear n:8 → relu n:9 → … → output (every op open)
+    open_demo(page, gallery_url, "mlp&depth=-1")
+    assert _lit_edges(page) == 0 and _faded(page) == 0
+    click_id(page, G, "n:8")  # the second linear
+    _wait(page, lambda: _lit_edges(page) == 2, "one step: the edge in and the edge out")
+    assert _faded(page) == 6  # x, linear, relu; dropout, linear, output (n:5, n:8, n:9 stay lit)
+    page.screenshot(path="/tmp/nav-selection.png")
+
+    page.keyboard.down("Shift")
+    click_id(page, G, "n:3")  # the first linear: the path n:3 → n:4 → n:5 → n:8
+    time.sleep(0.3)  # a hand lets go of Shift after the click, not within the same millisecond
+    page.keyboard.up("Shift")
+    _wait(page, lambda: _lit_edges(page) == 3, "the path's three edges")
+    assert "linear" in page.inner_text(css_id(G, "details"))
+    page.screenshot(path="/tmp/nav-path.png")
+
+    _choose(page, "reach", "all upstream")  # the path gives way to everything that feeds the selection
+    _wait(page, lambda: _lit_edges(page) == 4, "all upstream of n:8: x → n:3 → n:4 → n:5 → n:8")
+    _choose(page, "reach", "all downstream")
+    _wait(page, lambda: _lit_edges(page) == 4, "all downstream of n:8: n:8 → n:9 → n:10 → n:13 → output")
+
+    page.click(css_id(G, "clear"))
+    _wait(page, lambda: _lit_edges(page) == 0 and _faded(page) == 0, "nothing lit after Clear selection")
+
+
+def test_the_path_control_lights_a_path_to_a_box_chosen_by_name(page: Any, gallery_url: str) -> None:
+    open_demo(page, gallery_url, "mlp&depth=-1")
+    click_id(page, G, "n:4")  # the first relu
+    _wait(page, lambda: _lit_edges(page) == 2, "one step around the relu")
+    page.click(css_id(G, "path_to"))
+    page.keyboard.type("head")
+    page.get_by_role("option", name=re.compile(r"^head: Linear")).click()
+    # head is a module: its one op is the end (n:4 → n:5 → n:8 → n:9 → n:10 → n:13)
+    _wait(page, lambda: _lit_edges(page) == 5, "the path from the relu to head's linear")
