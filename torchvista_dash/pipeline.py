@@ -100,6 +100,7 @@ def export(
     view, draw = split_options(options, where="export()")
     if not path.parent.is_dir():
         raise FileNotFoundError(f"cannot write {path}: the directory {path.parent} does not exist")
+    trace = trace.focused(view.root)
     if kind == "json":
         return trace.save(path)
     graph = trace.graph

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 import pytest
-from support_app import click_id, css_id, figure_picture, open_demo
+from support_app import click_id, css_id, figure_picture, open_demo, wait_ids, wait_settled
 
 from torchvista_dash.render.style import get_theme
 
@@ -82,3 +82,21 @@ def test_the_path_control_lights_a_path_to_a_box_chosen_by_name(page: Any, galle
     page.get_by_role("option", name=re.compile(r"^head: Linear")).click()
     # head is a module: its one op is the end (n:4 → n:5 → n:8 → n:9 → n:10 → n:13)
     _wait(page, lambda: _lit_edges(page) == 5, "the path from the relu to head's linear")
+
+
+def test_a_module_opens_as_its_own_graph_and_the_page_leads_back(page: Any, gallery_url: str) -> None:
+    open_demo(page, gallery_url, "gpt")
+    click_id(page, G, "fold:mod:blocks.0")  # unfold the ×4 run: each block is a box of its own
+    wait_ids(page, G, "nodes:labels", present=("mod:blocks.1",))
+    wait_settled(page, G)
+    click_id(page, G, "mod:blocks.1")  # opening it also selects it: the corner offers it on its own
+    link = page.get_by_role("link", name="Open blocks.1 as its own graph")
+    link.wait_for(timeout=20_000)
+    link.click()
+    page.wait_for_url(re.compile(r"root=blocks\.1"), timeout=20_000)
+    wait_ids(page, G, "nodes:labels", present=("mod:blocks.1.attn", "n:45"), absent=("mod:blocks.2",))
+    assert "GPT-style decoder.blocks.1" in page.inner_text(css_id(G, "header"))
+    page.screenshot(path="/tmp/nav-focused.png")
+    page.get_by_role("link", name=re.compile("back to the whole model")).click()
+    wait_ids(page, G, "nodes:labels", present=("fold:mod:blocks.0",))
+    assert "root=" not in page.url

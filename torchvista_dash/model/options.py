@@ -113,9 +113,15 @@ class ViewOptions:
         default=False, metadata={"help": "draw parameters and scalar constants as boxes of their own"}
     )
     node_budget: int = DEFAULT_NODE_BUDGET
+    # one module drawn as its own graph with its own inputs and outputs (model/focus.py): qualname or call id
+    root: str | None = None
 
     def __post_init__(self) -> None:
         check_depth(self.depth)
+        if self.root is not None and (not isinstance(self.root, str) or not self.root):
+            raise TypeError(
+                f"root must be a module's qualname (e.g. 'layers.3.mlp') or None, not {self.root!r}"
+            )
         _flag("fold_repeats", self.fold_repeats)
         _flag("show_params", self.show_params)
         if (

@@ -18,7 +18,7 @@ from torchvista_dash.model.graph import Graph
 from torchvista_dash.view import build as view_mod
 from torchvista_dash.view.types import ViewSpec
 
-PAGE_KEYS = ("trace", "demo", "file")  # which trace a page shows (server.py)
+PAGE_KEYS = ("trace", "demo", "file", "root")  # which trace a page shows (server.py), or one module of it
 VIEW_KEYS = ("open", "close", "unfold", "pin")
 MAX_IDS = 2000  # ids per list in an address (a huge view is refused, not parsed)
 _DRAW_KEYS = ("theme", "rankdir", "color_by")

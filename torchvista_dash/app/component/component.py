@@ -128,6 +128,7 @@ class ModelGraph(html.Div):
             {k: kwargs.pop(k) for k in list(kwargs) if k in names}, where="ModelGraph", view=view, draw=draw
         )
         div_props = kwargs
+        trace = trace.focused(view.root)  # one module as its own graph
         if draw.rankdir not in APP_RANKDIRS:
             raise ValueError(f"rankdir must be 'TB' or 'LR' in the app, not {draw.rankdir!r}")
         if view.node_budget != DEFAULT_NODE_BUDGET:

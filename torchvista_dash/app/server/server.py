@@ -26,7 +26,7 @@ from torchvista_dash.app.actions.details import error_text
 from torchvista_dash.app.component import callbacks
 from torchvista_dash.app.component.component import ModelGraph
 from torchvista_dash.app.http import compress, guard, picture_routes
-from torchvista_dash.app.server import firstpaint
+from torchvista_dash.app.server import firstpaint, focusing
 from torchvista_dash.app.server.gallery import Gallery, demo_gallery
 from torchvista_dash.app.traces import firstview, page_state, registry, state
 from torchvista_dash.model.options import option_names, options_from_text, split_options
@@ -86,6 +86,8 @@ def _page(
     if isinstance(target, str):
         return error_text(target) if gallery is not None and gallery.key in query else html.Div(target)
     trace, aio_id = target
+    root = options.pop("root", None)
+    trace = trace.focused(root)  # the ids of the view's address are the focused graph's
     spec = links.spec_from_query(
         trace.graph,
         query,
@@ -93,7 +95,7 @@ def _page(
         options.get("fold_repeats", True),
         options.get("show_params", False),
     )
-    return ModelGraph(trace, id=aio_id, spec=spec, **options)
+    return html.Div([focusing.bar(query, root), ModelGraph(trace, id=aio_id, spec=spec, **options)])
 
 
 GALLERY_BAR_PX = 46  # the gallery's model dropdown above the ModelGraph
@@ -107,8 +109,8 @@ def _first_picture(
         options = _query_options(query, options)
         target = _target(query, traces, gallery)
         if isinstance(target, str) or any(
-            k in query for k in links.VIEW_KEYS
-        ):  # a linked view: drawn by Dash
+            k in query for k in (*links.VIEW_KEYS, "root")
+        ):  # a linked view, or one module of the model: drawn by Dash
             return ""
         tid = registry.register(target[0])
         top = firstpaint.GRAPH_TOP_PX + (GALLERY_BAR_PX if gallery is not None else 0)
@@ -350,6 +352,8 @@ def make_app(
         except Exception:  # the address is a convenience: never break the page over it (the view says why)
             return dash.no_update, dash.no_update
         return (dash.no_update, dash.no_update) if new == (search or "") else (new, new)
+
+    focusing.register(app)
 
     # lay out and draw the default page's first view now (figure, and picture when on), so the first browser
     # finds them cached
