@@ -9,7 +9,17 @@ import time
 from typing import Any
 
 import pytest
-from support_app import click_id, css_id, figure_picture, open_demo, wait_ids, wait_settled
+from support_app import (
+    click_id,
+    css_id,
+    displayed_ranges,
+    figure_picture,
+    graph_dom_id,
+    open_demo,
+    wait_drawn,
+    wait_ids,
+    wait_settled,
+)
 
 from torchvista_dash.render.style import get_theme
 
@@ -100,3 +110,79 @@ def test_a_module_opens_as_its_own_graph_and_the_page_leads_back(page: Any, gall
     page.get_by_role("link", name=re.compile("back to the whole model")).click()
     wait_ids(page, G, "nodes:labels", present=("fold:mod:blocks.0",))
     assert "root=" not in page.url
+
+
+def _details(page: Any) -> str:
+    return page.inner_text(css_id(G, "details"))
+
+
+def test_keys_fit_find_next_previous_and_escape(page: Any, gallery_url: str) -> None:
+    open_demo(page, gallery_url, "mlp&depth=-1")
+    fitted = displayed_ranges(page, G)
+    page.mouse.move(500, 500)
+    page.mouse.wheel(0, -600)  # zoom in
+    wait_settled(page, G)
+    assert displayed_ranges(page, G) != fitted
+    page.keyboard.press("f")
+    _wait(page, lambda: _close(displayed_ranges(page, G), full_ranges(page)), "F fits the whole view")
+
+    page.keyboard.press("/")  # the find box opens with the cursor in it
+    find = page.locator(css_id(G, "find"))
+    find.wait_for(state="visible", timeout=20_000)
+    _wait(page, lambda: find.evaluate("e => document.activeElement === e"), "the find box has the focus")
+    page.keyboard.type("relu")  # matches: the modules body.1 and body.4 (ReLU), then their ops n:4, n:9
+    page.keyboard.press("Enter")
+    _wait(page, lambda: "body.1" in _details(page), "Enter shows the first match")
+    page.mouse.click(5, 5)  # back on the page: keys are shortcuts again
+    page.keyboard.press("n")
+    _wait(page, lambda: "body.4" in _details(page), "N shows the next match")
+    for _ in range(2):
+        page.keyboard.press("n")
+        time.sleep(0.3)
+    _wait(page, lambda: "n:9" in _details(page), "…and the ones after it")
+    page.keyboard.press("Shift+N")
+    _wait(page, lambda: "n:4" in _details(page), "Shift+N the previous one")
+
+    click_id(page, G, "n:8")
+    _wait(page, lambda: _lit_edges(page) == 2, "a click selects")
+    page.keyboard.press("Escape")
+    _wait(page, lambda: _lit_edges(page) == 0 and _faded(page) == 0, "Esc clears the selection")
+    page.keyboard.press(" ")
+    _wait(page, lambda: _close(displayed_ranges(page, G), full_ranges(page)), "Space fits too")
+
+
+def test_bookmarks_save_and_recall_views_and_live_in_the_address(page: Any, gallery_url: str) -> None:
+    open_demo(page, gallery_url, "gpt")
+    page.keyboard.press("Shift+Digit1")  # the first view
+    page.wait_for_url(re.compile(r"b1="), timeout=20_000)
+    page.click(css_id(G, "expand_all"))
+    wait_ids(page, G, "clusters:headers", present=("mod:blocks.0.attn",))
+    page.keyboard.press("Shift+Digit2")  # everything open
+    page.wait_for_url(re.compile(r"b2="), timeout=20_000)
+    page.keyboard.press("1")
+    wait_ids(page, G, "nodes:labels", present=("fold:mod:blocks.0",), absent=("mod:blocks.0.attn",))
+    page.reload()  # the bookmarks are in the address: a reload keeps them
+    wait_drawn(page, G)
+    wait_settled(page, G)
+    page.mouse.click(5, 5)
+    page.keyboard.press("2")
+    wait_ids(page, G, "clusters:headers", present=("mod:blocks.0.attn",))
+
+
+def full_ranges(page: Any) -> list[list[float]]:
+    """The whole view's ranges as the server fits it (the figure's own full extent)."""
+    return page.evaluate(
+        "(d) => { const gd = document.getElementById(d).querySelector('.js-plotly-plot');"
+        " const im = gd.layout.images; let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;"
+        " for (const i of im) { x0 = Math.min(x0, i.x); x1 = Math.max(x1, i.x + i.sizex);"
+        " y1 = Math.max(y1, i.y); y0 = Math.min(y0, i.y - i.sizey); } return [[x0, x1], [y0, y1]]; }",
+        graph_dom_id(G),
+    )
+
+
+def _close(shown: list[list[float]], whole: list[list[float]]) -> bool:
+    """The shown ranges hold the whole picture, and not much more (fit to screen, with its margin)."""
+    (sx0, sx1), (sy0, sy1) = (sorted(r) for r in shown)
+    (wx0, wx1), (wy0, wy1) = whole
+    inside = sx0 <= wx0 + 1 and sx1 >= wx1 - 1 and sy0 <= wy0 + 1 and sy1 >= wy1 - 1
+    return inside and (sx1 - sx0) < 3 * (wx1 - wx0) + 100 and (sy1 - sy0) < 3 * (wy1 - wy0) + 100

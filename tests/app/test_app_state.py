@@ -83,9 +83,13 @@ def test_click_on_a_collapsed_module_opens_it_and_keeps_its_top_in_place() -> No
     assert back is not None and "mod:blocks.1" not in back.spec.expanded
 
 
-def test_click_on_an_op_changes_nothing_and_unknown_triggers_are_ignored() -> None:
+def test_click_on_an_op_selects_it_and_unknown_triggers_are_ignored() -> None:
     data = page_for("mlp")
-    assert next_view("graph", "n:0", data, None) is None
+    picked = next_view("graph", "n:0", data, None)  # the input box: selected, the view the same
+    assert picked is not None and picked.spec == data.spec and picked.ranges == data.ranges
+    assert picked.draw.selected == picked.draw.highlight == "n:0"
+    assert next_view("graph", "n:0", replace(data, draw=picked.draw), None) is None  # already selected
+    assert next_view("graph", "n:not-drawn", data, None) is None
     assert next_view(None, None, data, None) is None
 
 

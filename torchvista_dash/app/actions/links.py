@@ -31,7 +31,7 @@ def _ids(text: str | None) -> frozenset[str]:
     return frozenset(items)
 
 
-def _base(graph: Graph, depth: int | None, fold: bool, params: bool) -> ViewSpec:
+def base_view(graph: Graph, depth: int | None, fold: bool, params: bool) -> ViewSpec:
     if depth is None:
         return view_mod.expand_everything(graph, fold_repeats=fold, show_params=params)
     return view_mod.make_spec(graph, depth=depth, fold_repeats=fold, show_params=params)
@@ -55,7 +55,7 @@ def view_query(graph: Graph, page: PageState) -> dict[str, str]:
             out["depth"] = str(depth)
         return out
     out["depth"] = "1"  # the base the differences are from, whatever the app's default
-    base = _base(graph, 1, spec.fold_repeats, spec.show_params)
+    base = base_view(graph, 1, spec.fold_repeats, spec.show_params)
     diffs = {
         "open": spec.expanded - base.expanded,
         "close": base.expanded - spec.expanded,
@@ -72,7 +72,8 @@ def page_search(current: str | None, graph: Graph, page: PageState) -> str:
 
     query = parse_qs((current or "").lstrip("?"))
     keep = {k: query[k][0] for k in PAGE_KEYS if k in query}
-    return "?" + urlencode({**keep, **view_query(graph, page)})
+    marks = {f"b{digit}": text for digit, text in page.bookmarks}  # Shift+1-9 (keys.py)
+    return "?" + urlencode({**keep, **view_query(graph, page), **marks})
 
 
 def spec_from_query(
@@ -82,7 +83,7 @@ def spec_from_query(
     if not any(k in query for k in VIEW_KEYS):
         return None
     texts = {k: query[k][0] if query.get(k) else "" for k in VIEW_KEYS}
-    base = _base(graph, depth, fold, params)
+    base = base_view(graph, depth, fold, params)
     spec = ViewSpec(
         expanded=(base.expanded | _ids(texts["open"])) - _ids(texts["close"]),
         fold_repeats=fold,

@@ -10,8 +10,9 @@ from typing import Any, cast
 
 from dash import Patch, html, no_update
 
-from torchvista_dash.app.actions import hitlayer, zoom
+from torchvista_dash.app.actions import hitlayer, keys, zoom
 from torchvista_dash.app.actions.details import details, selection
+from torchvista_dash.app.actions.search import search
 from torchvista_dash.app.traces import registry, state
 from torchvista_dash.app.traces.page_state import MAX_SENT, PageState, ZoomBack
 from torchvista_dash.model.options import (
@@ -58,6 +59,10 @@ class NextView:
     draw: DrawOptions
     ranges: state.Ranges
     zoom_back: ZoomBack | None = None
+    # the find box's matches and the one shown, the bookmarks: None where they stay as they were
+    hits: tuple[str, ...] | None = None
+    hit: int | None = None
+    bookmarks: tuple[tuple[int, str], ...] | None = None
 
     @property
     def rankdir(self) -> Rankdir:
@@ -75,6 +80,17 @@ class NextView:
 def _selected(draw: DrawOptions, vid: str | None) -> DrawOptions:
     """``draw`` with ``vid`` selected (its reach lit, outlined) or nothing selected (None)."""
     return replace(draw, selected=vid, highlight=vid, path_to=None)
+
+
+def _shown(
+    tid: str, spec: ViewSpec, draw: DrawOptions, ranges: state.Ranges, target: str
+) -> tuple[ViewSpec, DrawOptions, state.Ranges]:
+    """The view with ``target`` (a graph id) on screen: its modules opened, it outlined and centred."""
+    graph = registry.get(tid).graph
+    new_spec = view_mod.expand_to(graph, spec, target)
+    highlight = view_mod.visible_id_of(graph, state.visible(tid, new_spec), target)
+    ranges = state.centre_on(ranges, state.layout_of(tid, new_spec, draw.rankdir), highlight)
+    return new_spec, replace(draw, highlight=highlight), ranges
 
 
 def step(
@@ -167,10 +183,31 @@ def step(
         if not value:
             draw = replace(draw, highlight=None)
         else:
-            new_spec = view_mod.expand_to(graph, spec, value)
-            highlight = view_mod.visible_id_of(graph, state.visible(tid, new_spec), value)
-            draw = replace(draw, highlight=highlight)
-            ranges = state.centre_on(ranges, state.layout_of(tid, new_spec, draw.rankdir), highlight)
+            new_spec, draw, ranges = _shown(tid, spec, draw, ranges, value)
+    elif trigger == "find":  # the find box's text: its matches, the first shown (N / Shift+N: the others)
+        hits = tuple(o["value"] for o in search(graph, value or ""))
+        if not hits:
+            return None
+        new_spec, draw, ranges = _shown(tid, spec, draw, ranges, hits[0])
+        return NextView(new_spec, draw, ranges, hits=hits, hit=0)
+    elif trigger == "hit":
+        if not page.hits:
+            return None
+        at = (page.hit + (value or 1)) % len(page.hits)
+        new_spec, draw, ranges = _shown(tid, spec, draw, ranges, page.hits[at])
+        return NextView(new_spec, draw, ranges, hit=at)
+    elif trigger == "bookmark_save":
+        marks = dict(page.bookmarks)
+        marks[int(value)] = keys.bookmark_text(graph, page, spec, ranges)
+        return NextView(spec, draw, ranges, bookmarks=tuple(sorted(marks.items())))
+    elif trigger == "bookmark":
+        text = dict(page.bookmarks).get(int(value))
+        if text is None:
+            return None
+        new_spec, marked, rankdir = keys.bookmark_view(graph, text)
+        draw = replace(draw, rankdir=cast(Rankdir, rankdir) if rankdir else draw.rankdir)
+        layout = state.layout_of(tid, new_spec, draw.rankdir)
+        ranges = marked if marked is not None else state.start_ranges(layout)
     elif trigger == "fit":
         return NextView(new_spec, draw, state.full_ranges(old_layout), zoom_back)
     elif trigger == "color_by":
@@ -270,9 +307,13 @@ def answer(
         rev=rev,
         relayout=relayout,
         zoom_back=result.zoom_back,
-        found=value if trigger == "search" and value else None,  # its details follow (show_found)
+        # its details follow (show_found)
+        found=_found(trigger, value, page, result),
         sent=((ranges,) + page.sent)[:MAX_SENT],
         pending=False,  # the placeholder goes, whatever the action
+        hits=page.hits if result.hits is None else result.hits,
+        hit=page.hit if result.hit is None else result.hit,
+        bookmarks=page.bookmarks if result.bookmarks is None else result.bookmarks,
     )
     if (spec, draw) == (page.spec, old_draw) and not page.pending:
         fig: Any = Patch()  # only the ranges move: two numbers, and the hit bars there
@@ -296,6 +337,17 @@ def answer(
         css_class=no_update if same_theme else root_class(draw.theme),
         hits=hits,
     )
+
+
+def _found(trigger: str | None, value: Any, page: PageState, result: NextView) -> str | None:
+    """The graph id a search, the find box or N / Shift+N just showed (its details follow the view)."""
+    if trigger == "search":
+        return value or None
+    if trigger == "find" and result.hits:
+        return result.hits[0]
+    if trigger == "hit" and result.hit is not None and page.hits:
+        return page.hits[result.hit]
+    return None
 
 
 def details_for(trigger: str | None, value: Any, page: PageState) -> tuple[Any, Any]:

@@ -20,11 +20,11 @@ from typing import Any
 import dash
 from dash import MATCH, Input, Output, State, ctx, no_update
 
-from torchvista_dash.app.actions import hitlayer
+from torchvista_dash.app.actions import hitlayer, keys
 from torchvista_dash.app.actions.details import error_text
 from torchvista_dash.app.actions.search import browse, search
 from torchvista_dash.app.actions.viewstep import ViewAnswer, answer, clicked_id, details_for, with_controls
-from torchvista_dash.app.component.component import HAS_KEYS
+from torchvista_dash.app.component.component import HAS_KEYS, find_field
 from torchvista_dash.app.component.ids import ids
 from torchvista_dash.app.traces import firstview, page_state, progress, registry
 
@@ -43,6 +43,17 @@ PROGRESS_HIDDEN = {"display": "none"}
 def _aio() -> Any:
     """The ModelGraph a callback serves (the MATCHed ``aio_id`` of what triggered it)."""
     return ctx.triggered_id.get("aio_id") if isinstance(ctx.triggered_id, dict) else None
+
+
+def _trigger() -> str | None:
+    """What started a view change: the part's name; Enter in the find box wins over the key press that it
+    also is."""
+    subs = [
+        str(t.get("prop_id", "")) for t in ctx.triggered or () if str(t.get("prop_id", "")).startswith("{")
+    ]
+    if any('"subcomponent":"find"' in p for p in subs):
+        return "find"
+    return ctx.triggered_id["subcomponent"] if isinstance(ctx.triggered_id, dict) else None
 
 
 def _message(exc: Exception) -> str:
@@ -110,6 +121,8 @@ _VIEW_CONTROLS: dict[str, tuple[Callable[[Any], Any], str]] = {
     "reach": (ids.reach, "value"),
     "path_to": (ids.path_to, "value"),
     "clear": (ids.clear, "n_clicks"),
+    "find": (ids.find, "n_submit"),
+    **({"keys": (ids.keys, "n_events")} if HAS_KEYS else {}),
 }
 # What it sends, by ``ViewAnswer`` field
 _VIEW_OUTPUTS: dict[str, tuple[Callable[[Any], Any], str]] = {
@@ -150,7 +163,15 @@ def register(callback: Callable[..., Any]) -> None:
         state={
             "data": State(ids.store(MATCH), "data"),
             "relayout": State(ids.graph(MATCH), "relayoutData"),
-            **({"keys": State(ids.keys(MATCH), "keys_pressed")} if HAS_KEYS else {}),
+            "find_text": State(ids.find(MATCH), "value"),
+            **(
+                {
+                    "pointer": State(ids.pointer(MATCH), "event"),
+                    "keydown": State(ids.keys(MATCH), "event"),
+                }
+                if HAS_KEYS
+                else {}
+            ),
         },
         prevent_initial_call=True,
         on_error=_view_error,
@@ -162,12 +183,22 @@ def register(callback: Callable[..., Any]) -> None:
         ],
     )
     def update_view(
-        data: Any, relayout: Any, first_view: Any, keys: Any = None, **controls: Any
+        data: Any,
+        relayout: Any,
+        first_view: Any,
+        find_text: Any = None,
+        pointer: Any = None,
+        keydown: Any = None,
+        **controls: Any,
     ) -> dict[str, Any]:
         page = page_state.load(data)
-        trigger = ctx.triggered_id["subcomponent"] if isinstance(ctx.triggered_id, dict) else None
+        trigger = _trigger()
         click = controls["click"]
         value = clicked_id(click) if trigger == "graph" else controls.get(trigger or "")
+        if trigger == "find":
+            value = find_text
+        elif trigger == "keys":  # a shortcut is the action it names (keys.py)
+            trigger, value = keys.action_of(keydown) or (None, None)
         # a first view left to the page is known to be slow: its progress shows at once
         show_after = 0.0 if trigger == "first_view" else progress.SHOW_AFTER_S
         with progress.request(_request_key(data, controls), show_after=show_after):
@@ -179,7 +210,7 @@ def register(callback: Callable[..., Any]) -> None:
                 with_controls(page, controls["options"], controls["direction"], controls["theme"]),
                 controls["depth"],
                 click if trigger == "graph" else None,
-                shift=isinstance(keys, dict) and "Shift" in keys,
+                shift=isinstance(pointer, dict) and pointer.get("shiftKey") is True,
             )
         # a chosen search hit is shown (centred, highlighted, in the details), then the box is emptied: a box
         # holding a value puts the cursor on that option when reopened, and the next typing would be lost
@@ -255,6 +286,22 @@ def register(callback: Callable[..., Any]) -> None:
     )
     def search_options(text, current, data):
         return _options(text, current, data)
+
+    if HAS_KEYS:
+
+        @callback(
+            Output(ids.find_box(MATCH), "children"),
+            Input(ids.keys(MATCH), "n_events"),
+            State(ids.keys(MATCH), "event"),
+            prevent_initial_call=True,
+        )
+        def open_find(n, keydown):
+            action = (keys.action_of(keydown) or ("",))[0]
+            if action == "open_find":
+                return find_field(_aio(), shown=True, turn=int(n or 0))
+            if action in ("find_close", "clear"):
+                return find_field(_aio(), shown=False)
+            return no_update
 
     @callback(
         Output(ids.path_to(MATCH), "options"),

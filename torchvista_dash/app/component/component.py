@@ -10,6 +10,7 @@ are registered once, at import, with pattern-matching ids.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -37,10 +38,10 @@ from torchvista_dash.view import build as view_mod
 from torchvista_dash.view.types import ViewSpec
 
 try:  # key events come from a maintained component library (no JavaScript of our own); Python 3.11+
-    from dash_extensions import Keyboard
+    from dash_extensions import EventListener
 except ImportError:  # pragma: no cover - without it the page has no shortcuts; clicks and controls still work
-    Keyboard = None
-HAS_KEYS = Keyboard is not None
+    EventListener = None
+HAS_KEYS = EventListener is not None
 
 APP_RANKDIRS = ("TB", "LR")  # the toolbar's directions
 REACH_LABELS = {
@@ -50,7 +51,14 @@ REACH_LABELS = {
     "all": "all connected",
 }
 # what a key event tells the server: the key, its modifiers, and where it was typed (a text field's own)
-KEY_PROPS = ["key", "shiftKey", "ctrlKey", "metaKey", "altKey", "target.tagName"]
+KEY_EVENTS = [
+    {
+        "event": "keydown",
+        "props": ["key", "code", "shiftKey", "ctrlKey", "metaKey", "altKey", "target.tagName"],
+    }
+]
+# a press on the plot: whether Shift was held (plotly's clickData does not say); it comes before the click
+POINTER_EVENTS = [{"event": "pointerdown", "props": ["shiftKey"]}]
 # The mode bar keeps the tools that mean something on a graph of boxes: zoom and pan modes, zoom in/out and
 # "reset" (back to the whole view). No selection tools (nothing to select), no autoscale (the same as reset
 # here), no camera (the export buttons draw the whole view, not the visible part), no share link.
@@ -87,6 +95,23 @@ def color_by_control(cid: dict[str, Any], graph: Graph, value: str | None) -> dc
     )
 
 
+def find_field(aio_id: Any, shown: bool, turn: int = 0) -> html.Div | html.Span | html.P:
+    """The find box: hidden, or shown with the cursor in it. A text field takes the focus only when it is
+    mounted (``autoFocus``), so each opening wraps it in another element than the last (React mounts it
+    anew) and no JavaScript of our own is needed."""
+    field = dcc.Input(
+        id=_ids.find(aio_id),
+        type="text",
+        debounce=True,
+        autoFocus=shown,
+        placeholder="Find… (Enter: first match, N / Shift+N: next / previous)",
+        style={"width": "320px"} if shown else {"display": "none"},
+    )
+    if not shown:
+        return html.Span(field)
+    return html.Div(field) if turn % 2 else html.P(field, style={"margin": "0"})
+
+
 def _label(text: str) -> html.Span:
     """Toolbar option text in a grey that reads on both themes (Dash's own label colour is fixed)."""
     return html.Span(text, style={"color": "#8a94a6"})
@@ -99,8 +124,9 @@ class ModelGraph(html.Div):
     ``height``: CSS height of the plot. Options, by name (``options.ViewOptions``/``DrawOptions``): ``depth``
     (module levels open at first, ``None``: every op), ``theme`` ("light", "dark"), ``rankdir`` ("TB", "LR"),
     ``fold_repeats``, ``show_params``, ``labels``, ``details``; or whole ``view=``/``draw=`` objects;
-    ``spec``: an exact first view (``view.make_spec``), as a shared link names it. Other keywords go to the
-    outer ``html.Div``.
+    ``spec``: an exact first view (``view.make_spec``), as a shared link names it; ``bookmarks``: the views
+    keys 1-9 recall (the page's address keeps them). ``root="layers.3"``: one module as its own graph.
+    Other keywords go to the outer ``html.Div``.
     """
 
     ids = _ids
@@ -114,6 +140,7 @@ class ModelGraph(html.Div):
         view: ViewOptions | None = None,
         draw: DrawOptions | None = None,
         spec: ViewSpec | None = None,
+        bookmarks: Mapping[int, str] | None = None,
         **kwargs: Any,
     ) -> None:
         if isinstance(trace, Graph):
@@ -156,7 +183,10 @@ class ModelGraph(html.Div):
             figure = firstview.placeholder_figure(
                 draw.theme, f"Laying out {graph.model_name or 'the model'}…"
             )
-        store = PageState(trace=tid, spec=spec, draw=draw, ranges=ranges, pending=not ready).to_store()
+        marks = tuple(sorted((int(d), str(t)) for d, t in (bookmarks or {}).items() if 1 <= int(d) <= 9))
+        store = PageState(
+            trace=tid, spec=spec, draw=draw, ranges=ranges, pending=not ready, bookmarks=marks
+        ).to_store()
         theme, rankdir, fold_repeats, show_params = (
             draw.theme,
             draw.rankdir,
@@ -268,6 +298,7 @@ class ModelGraph(html.Div):
                     className="tvd-path-to",
                 ),
                 html.Button("Clear selection", id=_ids.clear(aio_id), n_clicks=0, style=BUTTON),
+                html.Div(find_field(aio_id, shown=False), id=_ids.find_box(aio_id), className="tvd-find"),
             ],
             style=ROW,
             className="tvd-toolbar",
@@ -275,7 +306,14 @@ class ModelGraph(html.Div):
         plot = dcc.Graph(id=_ids.graph(aio_id), figure=figure, style={"height": height}, config=PLOT_CONFIG)
         body = html.Div(
             [
-                html.Div(plot, style={"flex": "1", "minWidth": "0"}),
+                html.Div(
+                    EventListener(
+                        html.Div(plot), id=_ids.pointer(aio_id), events=POINTER_EVENTS, useCapture=True
+                    )
+                    if EventListener is not None
+                    else plot,
+                    style={"flex": "1", "minWidth": "0"},
+                ),
                 html.Div(
                     details(tid, draw.highlight),
                     id=_ids.details(aio_id),
@@ -326,7 +364,7 @@ class ModelGraph(html.Div):
             body,
             dcc.Store(id=_ids.store(aio_id), data=store),
             # keys anywhere on the page (not in a text field): shortcuts, and Shift held while clicking
-            *([Keyboard(id=_ids.keys(aio_id), eventProps=KEY_PROPS)] if Keyboard is not None else []),
+            *([EventListener(id=_ids.keys(aio_id), events=KEY_EVENTS)] if EventListener is not None else []),
             dcc.Store(id=_ids.hits(aio_id), data=hits),
             dcc.Store(
                 id=_ids.selected(aio_id), data=selection(tid, draw.highlight) if draw.highlight else None

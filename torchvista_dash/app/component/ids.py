@@ -41,6 +41,9 @@ SUBCOMPONENTS = (
     "path_to",
     "clear",
     "keys",
+    "find",
+    "find_box",
+    "pointer",
 )
 
 
@@ -89,5 +92,10 @@ class ids:  # noqa: N801 - the Dash All-in-One convention: ModelGraph.ids.graph(
     reach = staticmethod(lambda aio_id: make("reach", aio_id))
     path_to = staticmethod(lambda aio_id: make("path_to", aio_id))
     clear = staticmethod(lambda aio_id: make("clear", aio_id))
-    # the keys pressed on the page (dash_extensions.Keyboard): shortcuts, and Shift held for a path
+    # key presses on the page, and presses on the plot (dash_extensions.EventListener): shortcuts, and
+    # Shift held while clicking a box (a path)
     keys = staticmethod(lambda aio_id: make("keys", aio_id))
+    pointer = staticmethod(lambda aio_id: make("pointer", aio_id))
+    # the find box ("/" opens it, focused): its text field, and the box that holds it
+    find = staticmethod(lambda aio_id: make("find", aio_id))
+    find_box = staticmethod(lambda aio_id: make("find_box", aio_id))

@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import dash
 from dash import ALL, Input, Output, State, dcc, html
 
-from torchvista_dash.app.actions import links
+from torchvista_dash.app.actions import keys, links
 from torchvista_dash.app.actions.details import error_text
 from torchvista_dash.app.component import callbacks
 from torchvista_dash.app.component.component import ModelGraph
@@ -95,7 +95,9 @@ def _page(
         options.get("fold_repeats", True),
         options.get("show_params", False),
     )
-    return html.Div([focusing.bar(query, root), ModelGraph(trace, id=aio_id, spec=spec, **options)])
+    marks = {int(k[1:]): query[k][0] for k in keys.BOOKMARK_KEYS if query.get(k)}
+    graph = ModelGraph(trace, id=aio_id, spec=spec, bookmarks=marks, **options)
+    return html.Div([focusing.bar(query, root), graph])
 
 
 GALLERY_BAR_PX = 46  # the gallery's model dropdown above the ModelGraph

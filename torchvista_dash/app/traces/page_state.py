@@ -29,6 +29,7 @@ MAX_ID_CHARS = 2_000
 MAX_SENT = 4  # ranges sent lately, remembered to recognise plotly echoing them (viewport.is_echo)
 MAX_RELAYOUT_KEYS = 64
 MAX_TEXT = 4_000  # chars of any other text value
+MAX_HITS = 100
 
 _SPEC_KEYS = ("expanded", "unfolded", "pinned", "fold", "params")  # the ViewSpec's fields in the store
 
@@ -74,6 +75,9 @@ class PageState:
     pending: bool = False
     found: str | None = None
     zoom_back: ZoomBack | None = None
+    hits: tuple[str, ...] = ()  # what the find box matched (graph ids), gone through with N / Shift+N
+    hit: int = 0  # the one shown
+    bookmarks: tuple[tuple[int, str], ...] = ()  # (digit, view) saved with Shift+1-9 (app/actions/keys.py)
 
     def __post_init__(self) -> None:
         if not self.sent:
@@ -100,6 +104,9 @@ class PageState:
             "zoom_back": None
             if self.zoom_back is None
             else {"id": self.zoom_back.id, "before": self.zoom_back.before, "after": self.zoom_back.after},
+            "hits": list(self.hits),
+            "hit": self.hit,
+            "bookmarks": {str(d): text for d, text in self.bookmarks},
         }
 
     @classmethod
@@ -154,11 +161,15 @@ class PageState:
             pending=_bool(data, "pending", default=False),
             found=None if data.get("found") is None else _text(data["found"], "found"),
             zoom_back=back,
+            hits=_id_list(data, "hits", MAX_HITS),
+            hit=_int(data.get("hit", 0), "hit"),
+            bookmarks=_bookmarks(data.get("bookmarks")),
         )
 
 
 _KNOWN = frozenset(
-    ["v", "trace", "ranges", "rev", "relayout", "sent", "pending", "found", "zoom_back"]
+    ["v", "trace", "ranges", "rev", "relayout", "sent", "pending", "found", "zoom_back", "hits", "hit"]
+    + ["bookmarks"]
     + list(_SPEC_KEYS)
     + [f.name for f in fields(DrawOptions)]
 )
@@ -189,12 +200,16 @@ def _bool(data: dict[str, Any], key: str, *, default: bool) -> bool:
 
 
 def _ids(data: dict[str, Any], key: str) -> frozenset[str]:
+    return frozenset(_id_list(data, key, MAX_IDS))
+
+
+def _id_list(data: dict[str, Any], key: str, limit: int) -> tuple[str, ...]:
     value = data.get(key, [])
-    if not isinstance(value, list) or len(value) > MAX_IDS:
-        raise PageStateError(f"{key} must be a list of at most {MAX_IDS:,} ids")
+    if not isinstance(value, list) or len(value) > limit:
+        raise PageStateError(f"{key} must be a list of at most {limit:,} ids")
     if not all(isinstance(v, str) and 0 < len(v) <= MAX_ID_CHARS for v in value):
         raise PageStateError(f"{key} must hold ids (texts of at most {MAX_ID_CHARS:,} characters)")
-    return frozenset(value)
+    return tuple(value)
 
 
 def _number(value: Any) -> bool:
@@ -210,6 +225,14 @@ def _ranges(value: Any, key: str) -> Ranges:
     if not ok:
         raise PageStateError(f"{key} must be [[x0, x1], [y0, y1]] of finite numbers, not {_show(value)}")
     return [[float(v) for v in r] for r in value]
+
+
+def _bookmarks(value: Any) -> tuple[tuple[int, str], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, dict) or not all(k in "123456789" and len(k) == 1 for k in value):
+        raise PageStateError("bookmarks must be an object keyed by the digits 1 to 9")
+    return tuple(sorted((int(k), _text(v, f"bookmark {k}")) for k, v in value.items()))
 
 
 def _relayout(value: Any) -> dict[str, Any] | None:
