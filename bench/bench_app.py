@@ -9,15 +9,15 @@ depth 2 with repeated blocks not folded (torchvista draws all 12). Same browser 
 Playwright, the test suite's flags), same machine, same run.
 
 - First draw: a fresh browser context navigates to the page. Ours is measured twice: "first picture" is when
-  the view's picture that our page's HTML carries by URL (app/firstpaint.py: the figure's own picture, not yet
-  clickable) was painted, from the Element Timing API; "interactive" is ``performance.now()`` (ms since
-  navigation start) at the first animation frame where plotly has drawn the graph (clickable) and every
-  picture it shows has loaded (a click is timed to the same state). Ours is
-  served by ``make_app`` from a thread of this process (the Dash server, as ``serve`` runs it); "cold" is the
-  first load after the server started (which lays out and draws the first view in the background at start),
-  "warm" the median of ``--loads`` later loads. torchvista's page is its own HTML export (file://), laid out
-  in the browser each time, clickable when drawn: median of ``--loads``. Ours is also loaded, in turn, from
-  a second server without the first picture (``make_app(first_picture=False)``): what the picture costs.
+  the view's picture that our page's HTML carries by URL (app/server/firstpaint.py: the figure's own picture,
+  not yet clickable) was painted, from the Element Timing API; "interactive" is ``performance.now()`` (ms
+  since navigation start) at the first animation frame where plotly has drawn the graph (clickable) and every
+  picture it shows has loaded (a click is timed to the same state). Ours is served by ``make_app`` from a
+  thread of this process (the Dash server, as ``serve`` runs it); "cold" is the first load after the server
+  started (which lays out and draws the first view in the background at start), "warm" the median of
+  ``--loads`` later loads. torchvista's page is its own HTML export (file://), laid out in the browser each
+  time, clickable when drawn: median of ``--loads``. Ours is also loaded, in turn, from a second server
+  without the first picture (``make_app(first_picture=False)``): what the picture costs.
 - Click-to-drawn: a real mouse click on a collapsed module's expand target (ours: the box; torchvista: its
   ⊕ button), timed from just before the click to the first animation frame showing the opened module; then
   a click on its collapse target, timed the same way. Median of ``--clicks`` of each.
@@ -78,8 +78,8 @@ OURS_ZOOM_TO = """(a) => { const gd = document.getElementById(a[0]).querySelecto
     'yaxis.range': [top - 0.9 * w, top + 0.1 * w]}); }"""
 OURS_HOVERED = """(a) => { const gd = document.getElementById(a[0]).querySelector('.js-plotly-plot');
   return (gd._hoverdata || []).some(p => p.customdata === a[1]); }"""
-# when the first picture (the view's pictures as <img> in the page's HTML, app/firstpaint.py) was painted: the
-# element timing of its last image to be painted
+# when the first picture (the view's pictures as <img> in the page's HTML, app/server/firstpaint.py) was
+# painted: the element timing of its last image to be painted
 OURS_PICTURE = """() => new Promise(done => {
   new PerformanceObserver(list => {
     const t = list.getEntries().filter(e => e.identifier === 'tvd-first-picture')
@@ -124,8 +124,7 @@ def build(name: str) -> tuple[Any, Any, str, list[str], list[str], int | None]:
     BERT: the first encoder layer); ours opens at depth 2, which shows the same level. Llama (6 layers, a
     transformers config, every op: about 400 boxes): ours starts with every op drawn and times closing and
     reopening the first decoder layer; torchvista, whose default view of it shows the decoder layers'
-    children,
-    times expanding the first layer's attention."""
+    children, times expanding the first layer's attention."""
     import torch
 
     torch.manual_seed(0)

@@ -1,18 +1,15 @@
 """What building a view's figure costs the server: plotly's validated ``go.Figure`` read back as dicts (what
-the
-app did) against ``figure_dict``'s plain dicts (what it does), interleaved in one process, on one laid-out
+the app did) against ``figure_dict``'s plain dicts (what it does), interleaved in one process, on one laid-out
 view.
 
 Command (from the repository root):
     .venv/bin/python bench/bench_figure_build.py [--model llama80] [--repeat 3]
 
 ``--model``: a model of bench_vs_torchvista.py, drawn every op and unfolded (its ``?fold_repeats=0`` view).
-The
-layout is made once, before timing; pictures go to the app's picture store as in the app. Also what one full
-garbage collection costs with the trace, its layout and figures alive, and after ``gc.freeze()`` (what
-``serve``
-does once it has traced). Writes the medians, whether both give the same JSON, and the load average to
-bench/results/figure_build.md and prints them.
+The layout is made once, before timing; pictures go to the app's picture store as in the app. Also what one
+full garbage collection costs with the trace, its layout and figures alive, and after ``gc.freeze()`` (what
+``serve`` does once it has traced). Writes the medians, whether both give the same JSON, and the load average
+to bench/results/figure_build.md and prints them.
 """
 
 from __future__ import annotations

@@ -123,8 +123,7 @@ class DenseNet121(nn.Module):
 
 def llama70b(n_layers: int, use_cache: bool = False) -> Graph:
     """The Llama-3-70B config on the meta device; ``use_cache``: as the model comes, each layer's key and
-    value
-    leaving it for the ``cache`` output."""
+    value leaving it for the ``cache`` output."""
     cfg = transformers.LlamaConfig(
         hidden_size=8192,
         intermediate_size=28672,

@@ -14,9 +14,9 @@ Command (from the repository root):
 - Per-user state checks (no cross-talk): every store carries the user's own nonce; the returned store must
   hold it, must be this user's previous state plus the toggled module (or minus it, when closing), and the
   returned figure must draw the clicked id. Any failure, HTTP error or timeout is counted as an error.
-- "New views" is the share of measured clicks whose view no user had reached before in that phase: each is
-  a layout and a figure to compute (unless the background precompute got there first); the rest are cache
-  hits, ideally.
+- "New views" is the share of measured clicks whose view no user had reached before in that phase: each is a
+  layout and a figure to compute (unless the background precompute got there first); the rest are cache hits,
+  ideally.
 - Latency is the graph callback's round trip (click → new figure received), p50/p95/p99 over the measured
   clicks (after ``--warmup`` clicks per user). RSS is sampled every 250 clicks after warm-up; "RSS per 1,000
   clicks" is the least-squares slope over those samples.

@@ -11,11 +11,11 @@ All in one run, same machine, same browser (Debian chromium driven by Playwright
   2. Browser side, each as a standalone HTML (plotly.js embedded): time from navigation to the first drawn
      figure, and the median time of a zoom step and of a pan step (``Plotly.relayout`` of both axis ranges,
      until the frame after it has painted), for our figure (the picture: SVG layout images, one under 1,000
-     boxes and tiles above, render/tiles.py, under invisible box targets; a standalone figure carries them as
-     data URIs, the app serves each by URL), for the way the issue's option (a) would do it (plotly text
-     labels, re-sized after each
-     zoom: the relayout plus the ``textfont.size`` restyle that the server's Patch would cause; add Dash's
-     round trip from bench/results/dash_floor.md), and for the naive shapes+annotations figure.
+     boxes and tiles above, render/svg/tiles.py, under invisible box targets; a standalone figure carries them
+     as data URIs, the app serves each by URL), for the way the issue's option (a) would do it (plotly text
+     labels, re-sized after each zoom: the relayout plus the ``textfont.size`` restyle that the server's Patch
+     would cause; add Dash's round trip from bench/results/dash_floor.md), and for the naive
+     shapes+annotations figure.
   3. Real models (GPT-2 small, a 6-layer Llama from a transformers config; random weights): our HTML export
      (every op) against torchvista's own HTML export of the same model and input, opened in the same browser;
      plus the build time of the every-op figure as a ratio of its Graphviz layout time.

@@ -5,16 +5,14 @@ Command (from the repository root):
 
 GPT-2 small (GPT2Config() defaults: 12 layers, 768 wide) and BERT base (BertConfig() defaults), random
 weights, batch 1, 32 tokens, CPU. The trace records each op's FLOPs (the default); "trace without FLOPs"
-(``flops=False``) is the tracer without that, measured in the same run. What FLOP measuring learns is kept
-for the process (trace/cost.py), so repeated traces measure nothing anew; "first trace" clears that before
-each trace (what the first trace in a fresh process pays). In one run, each repetition times the plain forward
-pass and the trace
-back to back (alternating which goes first), so both see the same machine state; the table gives the
-medians, the median of the per-repetition ratios (robust to load that drifts during the run) and the ratio
-of the fastest runs (the least disturbed ones). ``--peers`` adds torchview's ``draw_graph`` (graph building
-only, no rendering)
-on the same model and input as a peer ratio.
-Writes bench/results/trace.md and prints it.
+(``flops=False``) is the tracer without that, measured in the same run. What FLOP measuring learns is kept for
+the process (frontends/trace/cost.py), so repeated traces measure nothing anew; "first trace" clears that
+before each trace (what the first trace in a fresh process pays). In one run, each repetition times the plain
+forward pass and the trace back to back (alternating which goes first), so both see the same machine state;
+the table gives the medians, the median of the per-repetition ratios (robust to load that drifts during the
+run) and the ratio of the fastest runs (the least disturbed ones). ``--peers`` adds torchview's ``draw_graph``
+(graph building only, no rendering) on the same model and input as a peer ratio. Writes bench/results/trace.md
+and prints it.
 """
 
 from __future__ import annotations

@@ -5,15 +5,12 @@ Command (from the repository root):
         [--tv-timeout 180] [--baseline DIR]
 
 Models (random weights, built from configs, 16 tokens, the KV cache left at its default): a Llama-style
-decoder
-(``LlamaConfig``, hidden 256, 4 heads, 2 KV heads) with 6, 16 and 32 layers; ``llama80`` (80 layers, the depth
-of Llama-3-70B, about 5,700 boxes: ours is built on the meta device, torchvista gets the same model with real
-weights); ``gpt2`` (GPT-2 small) and ``bert`` (BERT base) on request. Torchvista gets ``--tv-timeout`` seconds
-for
-its export (in a process of its own) and again for its first draw; past either, its row says so. ``--baseline
-DIR``: a checkout of this project (its torchvista_dash/ with this bench/) whose server is measured too, in
-turn
-with ours (before/after in one run). Both tools show every op:
+decoder (``LlamaConfig``, hidden 256, 4 heads, 2 KV heads) with 6, 16 and 32 layers; ``llama80`` (80 layers,
+the depth of Llama-3-70B, about 5,700 boxes: ours is built on the meta device, torchvista gets the same model
+with real weights); ``gpt2`` (GPT-2 small) and ``bert`` (BERT base) on request. Torchvista gets
+``--tv-timeout`` seconds for its export (in a process of its own) and again for its first draw; past either,
+its row says so. ``--baseline DIR``: a checkout of this project (its torchvista_dash/ with this bench/) whose
+server is measured too, in turn with ours (before/after in one run). Both tools show every op:
 
 - ours: ``python -m torchvista_dash serve bench.bench_vs_torchvista:<model> --depth -1`` in its own process
   on 127.0.0.1, the page loaded as ``/?fold_repeats=0`` (every call open and repeated layers drawn one by one,
@@ -74,7 +71,7 @@ COMMAND = ".venv/bin/python bench/bench_vs_torchvista.py"
 TIMEOUT_MS = 240_000
 SERVE_TIMEOUT_S = 300
 EVERY_OP_QUERY = (
-    "?fold_repeats=0"  # the page's address unfolds (app/links.py); `serve --no-fold-repeats` would
+    "?fold_repeats=0"  # the page's address unfolds (app/actions/links.py); `serve --no-fold-repeats` would
 )
 # lay that view out before the first load, and the "cold" column measures a load the server has not prepared
 SLOW_MS = 10_000
@@ -93,8 +90,7 @@ TV_NAMES = """() => { const uid = document.querySelector('[id^="graph_"]').id.sl
   return Array.from(document.querySelectorAll('.boundary-box_' + uid)).map(g => { const d = g.__data__;
     return String(Array.isArray(d) ? d[0] : d); }); }"""
 # the view's boxes and clusters (the figure's meta; a figure from before it said so carried every hit bar),
-# and
-# the hit bars the figure carries (the app sends only those near the viewport, app/hitlayer.py)
+# and the hit bars the figure carries (the app sends only those near the viewport, app/actions/hitlayer.py)
 OURS_COUNTS = """(d) => { const gd = document.getElementById(d).querySelector('.js-plotly-plot');
   const n = name => { const t = (gd.data || []).find(t => t.name === name);
     return t ? t.customdata.length : 0; };
@@ -264,7 +260,7 @@ def ours(browser: Any, name: str, block: str, loads: int, clicks: int, code: Pat
         _ours_click(page, block, "clusters:headers", "clusters:headers", False)
         opens, closes = [], []
         calls: list[Any] = []  # the click's finished callback requests
-        fetched: list[Any] = []  # and the pictures it fetched (app/pictures.py's route)
+        fetched: list[Any] = []  # and the pictures it fetched (app/traces/pictures.py's route)
         page.on(
             "requestfinished",
             lambda r: (
@@ -339,8 +335,7 @@ def export_torchvista(model: Any, inputs: Any, out: Path) -> Path:
 
 def export_bounded(name: str, out: Path, timeout_s: float) -> Path | None:
     """torchvista's export of model ``name`` (TV_BUILD: its real-weights twin) in a process of its own, which
-    is
-    stopped after ``timeout_s``: None then."""
+    is stopped after ``timeout_s``: None then."""
     build = TV_BUILD.get(name, name)
     code = (
         f"import sys; sys.path.insert(0, {str(ROOT)!r}); from pathlib import Path; "

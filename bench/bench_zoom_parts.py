@@ -1,30 +1,26 @@
 """Where a zoom or pan step of the picture spends its time in the browser: our figure whole, its hit bars
-alone
-(no picture), its picture alone (no bars), the picture without any text, the picture cut into tiles, and the
-tiles under the hit bars the app sends (only those near the viewport, app/hitlayer.py); one run, headless
-Chromium.
+alone (no picture), its picture alone (no bars), the picture without any text, the picture cut into tiles, and
+the tiles under the hit bars the app sends (only those near the viewport, app/actions/hitlayer.py); one run,
+headless Chromium.
 
 Command (from the repository root):
     .venv/bin/python bench/bench_zoom_parts.py [--sizes 400,2300,5600] [--repeat 3] [--tiles 800,1200,1600]
         [--only-hits]
 
-Beside them, the same figure with its picture cut into tiles of --tiles points (render/tiles.py), one layout
-image each. Views: the hand-built grid layouts of bench_render.py (tests/support_render.py), the same step as
-there (``Plotly.relayout`` of both ranges until the frame after it has painted; median of 6 steps, median of
---repeat), at the view the figure starts at and at the whole view (every tile on screen). All variants of a
-size are open at once and measured in turn, repeat by repeat, so a change of load hits them alike. No server:
-for
-every figure but the culled one a step runs no Dash callback, so this is the whole cost of a step. The culled
-figure (the app's, for views of 1,000 bars or more) starts with the bars the app sends at its start ranges;
-most
-steps need no new bars (the column "renewing the bars" then says "-"); a step that leaves what they cover is
-answered by the server with the bars of the new view, which the browser redraws once more: that column is such
-a
-step (in 4x and back, or 1.5 views down and back) plus that redraw (``Plotly.react`` with the bars the
-server's cull gives for the step's ranges, as Dash
-does with the Patch), without Dash's round trip (bench/results/dash_floor.md). ``--only-hits``: only the tiles
-with every hit bar and with the culled ones (the before/after of the cull). Writes bench/results/zoom_parts.md
-(with --only-hits: zoom_hits.md) and prints it.
+Beside them, the same figure with its picture cut into tiles of --tiles points (render/svg/tiles.py), one
+layout image each. Views: the hand-built grid layouts of bench_render.py (tests/support_render.py), the same
+step as there (``Plotly.relayout`` of both ranges until the frame after it has painted; median of 6 steps,
+median of --repeat), at the view the figure starts at and at the whole view (every tile on screen). All
+variants of a size are open at once and measured in turn, repeat by repeat, so a change of load hits them
+alike. No server: for every figure but the culled one a step runs no Dash callback, so this is the whole cost
+of a step. The culled figure (the app's, for views of 1,000 bars or more) starts with the bars the app sends
+at its start ranges; most steps need no new bars (the column "renewing the bars" then says "-"); a step that
+leaves what they cover is answered by the server with the bars of the new view, which the browser redraws once
+more: that column is such a step (in 4x and back, or 1.5 views down and back) plus that redraw
+(``Plotly.react`` with the bars the server's cull gives for the step's ranges, as Dash does with the Patch),
+without Dash's round trip (bench/results/dash_floor.md). ``--only-hits``: only the tiles with every hit bar
+and with the culled ones (the before/after of the cull). Writes bench/results/zoom_parts.md (with --only-hits:
+zoom_hits.md) and prints it.
 """
 
 from __future__ import annotations
@@ -95,7 +91,7 @@ _FULL: dict[int, list[dict]] = {}  # id of a culled figure → the data of the f
 
 
 def culled_figure(fig: object) -> object:
-    """``fig`` with the hit bars the app sends at its start ranges (app/hitlayer.py)."""
+    """``fig`` with the hit bars the app sends at its start ranges (app/actions/hitlayer.py)."""
     out = copy.deepcopy(fig)
     data = [t.to_plotly_json() for t in fig.data]
     kept, _ = hitlayer.culled(data, [list(fig.layout.xaxis.range), list(fig.layout.yaxis.range)], 0)
@@ -107,8 +103,7 @@ def culled_figure(fig: object) -> object:
 
 def renewals(fig: object, ranges: list[list[float]], kind: str) -> list[dict[int, dict] | None]:
     """For each of STEP_RENEW's six steps from ``ranges`` (the plot's, as drawn): the hit traces the server
-    sends
-    after it (as hitlayer.renew decides: None when the bars the browser holds still cover the view)."""
+    sends after it (as hitlayer.renew decides: None when the bars the browser holds still cover the view)."""
     data = _FULL[id(fig)]
     (x0, x1), (y0, y1) = ranges
     kept, record = hitlayer.culled(data, [list(fig.layout.xaxis.range), list(fig.layout.yaxis.range)], 0)

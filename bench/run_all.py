@@ -24,6 +24,7 @@ BENCHMARKS = [
     ("load", ["bench_load.py"]),
     ("trace_file", ["bench_trace_file.py"]),
     ("layout_scale", ["bench_layout_scale.py"]),
+    ("export", ["bench_export.py"]),
 ]
 # not run here: bench_trace_ab.py compares two checkouts given on its command line
 

@@ -1,6 +1,5 @@
 """A server in its own process for tests and benchmarks: ``python -m torchvista_dash serve`` (or ``diff``, or
-any
-script that prints the same line), started and waited for until it prints the URL it listens on.
+any script that prints the same line), started and waited for until it prints the URL it listens on.
 
 One reader of that line for every test and bench (``tests/support_app.py`` re-exports ``served_url``).
 """

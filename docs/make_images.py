@@ -6,8 +6,9 @@ Command (from the repository root):
 Writes docs/img/gallery.png (default view), docs/img/expanded.png (one module opened by a click),
 docs/img/failed.png (the failing demo), docs/img/dark.png (dark theme), docs/img/first_picture.png (what
 the page shows before Dash's scripts have run: taken with JavaScript off), and two static exports:
-docs/img/cost_flops.png (the GPT demo coloured by FLOPs) and docs/img/diff_gpt2.png (GPT-2 from its config,
-2 against 3 layers).
+docs/img/cost_flops.png (the GPT demo coloured by FLOPs), docs/img/diff_gpt2.png (GPT-2 from its config,
+2 against 3 layers) and docs/img/exported_gpt.png (the GPT demo read from its torch.export program, its
+first block opened).
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ def exports() -> None:
             return trace_model(GPT2Model(cfg).eval(), (torch.randint(0, 128, (1, 8)),), {"use_cache": False})
 
     compare(gpt2(2), gpt2(3)).export(OUT / "diff_gpt2.png", fold_repeats=False)
+    demo_trace("gpt-export").export(OUT / "exported_gpt.png", expanded=["mod:blocks.0", "mod:blocks.0.attn"])
 
 
 def main() -> None:
@@ -137,7 +139,9 @@ def main() -> None:
         srv.stop()
     exports()
     time.sleep(0.1)
-    for name in ("gallery", "expanded", "failed", "dark", "first_picture", "cost_flops", "diff_gpt2"):
+    shots = ("gallery", "expanded", "failed", "dark", "first_picture", "cost_flops", "diff_gpt2")
+    shots += ("exported_gpt",)
+    for name in shots:
         print(OUT / f"{name}.png")
 
 

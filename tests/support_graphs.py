@@ -143,8 +143,7 @@ def stack_graph(n_layers: int = 12, odd_layer: int | None = None, d: int = 8) ->
     """input → embed (Linear) → layers.0 … layers.{n-1} (Block) → norm (LayerNorm, 1 op) → output.
 
     Default view (depth=1, folded): input, embed, "Block ×n", norm, output = 5 boxes, 4 edges, 1 cluster
-    (root).
-    ``odd_layer``: that layer uses relu instead of gelu, which breaks the run of identical blocks.
+    (root). ``odd_layer``: that layer uses relu instead of gelu, which breaks the run of identical blocks.
     """
     b = GraphBuilder("Stack")
     x = b.input("x", (2, d))

@@ -496,3 +496,33 @@ def assert_same_model_state(before: dict[str, Any], after: dict[str, Any]) -> No
     for k, (bid, val) in before["buffers"].items():
         bid2, val2 = after["buffers"][k]
         assert bid == bid2 and torch.equal(val, val2), k
+
+
+class DivLayer(nn.Module):
+    """A residual MLP layer; with ``broken`` set it divides by a norm that is zero (NaN and Inf follow)."""
+
+    def __init__(self, width: int, broken: bool = False) -> None:
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+        self.broken = broken
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.tanh(self.fc(x))
+        if self.broken:
+            scale = h.sum(dim=-1, keepdim=True) * 0.0  # a norm that came out zero
+            h = h / scale
+        return x + h
+
+
+class NaNTower(nn.Module):
+    """12 layers; layer 7 divides by zero, so its output and everything after it holds NaN/Inf."""
+
+    def __init__(self, width: int = 16, layers: int = 12, broken: int = 7) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(DivLayer(width, i == broken) for i in range(layers))
+        self.head = nn.Linear(width, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x)
+        return self.head(x)

@@ -1,10 +1,9 @@
 """Reading what the picture draws, in the browser: its labels' on-screen boxes at the current zoom.
 
 The figure's text lives in an SVG drawn as a plotly layout image, where the DOM cannot reach it.
-``drawn_labels``
-loads that same SVG document into a same-origin frame exactly the size the image is drawn at (so its level-of-
-detail media queries see the same viewport) and reads every drawn text element's box, in page coordinates.
-Same browser, same document, same size: the geometry is what the image shows.
+``drawn_labels`` loads that same SVG document into a same-origin frame exactly the size the image is drawn at
+(so its level-of-detail media queries see the same viewport) and reads every drawn text element's box, in
+page coordinates. Same browser, same document, same size: the geometry is what the image shows.
 """
 
 from __future__ import annotations
@@ -84,10 +83,8 @@ _BOXES = f"""(a) => {{
 
 def drawn_labels(page: Any, dom_id: str) -> dict[str, Any]:
     """``{"labels": [{text, cls, x0, x1, y0, y1, size}], "scale": px per point, "images": how many, "plot":
-    the
-    plot area}``: every label the picture of the graph in element ``dom_id`` draws at the current zoom (all
-    its
-    tiles: on screen or not), boxes in page pixels, ``size`` the drawn font size in px."""
+    the plot area}``: every label the picture of the graph in element ``dom_id`` draws at the current zoom
+    (all its tiles: on screen or not), boxes in page pixels, ``size`` the drawn font size in px."""
     return page.evaluate(_LABELS, dom_id)
 
 
@@ -134,8 +131,7 @@ def overlapping_pairs(items: list[dict[str, Any]]) -> list[tuple[str, str]]:
 
 
 # Rows of a screenshot (PNG, base64) that hold dark pixels (text: every other line or fill is lighter),
-# decoded in
-# the page itself (no image library needed).
+# decoded in the page itself (no image library needed).
 _DARK_ROWS = """async (b64) => {
   const img = new Image(); img.src = 'data:image/png;base64,' + b64; await img.decode();
   const c = document.createElement('canvas'); c.width = img.width; c.height = img.height;

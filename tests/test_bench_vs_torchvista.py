@@ -1,8 +1,6 @@
 """The torchvista side of bench/bench_vs_torchvista.py on a tiny model, in real Chromium: its export with
-every
-module open loads, the bench's readiness check sees it drawn, its ops inside built-in modules are drawn (as
-ours
-draws them), and the bench's clicks on ⊖ and ⊕ close and reopen a block."""
+every module open loads, the bench's readiness check sees it drawn, its ops inside built-in modules are drawn
+(as ours draws them), and the bench's clicks on ⊖ and ⊕ close and reopen a block."""
 
 from __future__ import annotations
 

@@ -452,6 +452,19 @@ def test_export_root_draws_one_module_as_its_own_graph(
     assert code == 2 and "root 'blocks.9' is not a module of GPT-style decoder" in err
 
 
+def test_export_with_values_colours_by_a_value_statistic_with_a_colour_bar(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "abs.html"
+    code, text, _ = run_main(["export", "gpt", "--values", "-o", str(out), "--color-by", "absmax"], capsys)
+    assert code == 0 and "wrote" in text
+    assert "largest |value|" in out.read_text()  # the colour bar's title
+    code, _, err = run_main(["export", "gpt", "-o", str(tmp_path / "z.svg"), "--color-by", "zeros"], capsys)
+    assert code == 2 and "values=True" in err
+    code, _, _ = run_main(["export", "gpt", "--values", "-o", str(tmp_path / "v.json")], capsys)
+    assert code == 0 and '"values"' in (tmp_path / "v.json").read_text()
+
+
 def test_help_says_what_the_commands_do_and_what_a_target_is(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["--help"])
@@ -493,8 +506,7 @@ def test_export_unfolds_repeats_and_shows_parameters_when_asked(
 @pytest.mark.browser
 def test_serve_no_fold_repeats_draws_and_prepares_the_unfolded_view(tmp_path: Path, page: Any) -> None:
     """`serve gpt --no-fold-repeats`: the page draws every block, its toolbar says so, and the server laid
-    that
-    view out before the first browser came (the page's first picture, drawn from the server's cache, is
+    that view out before the first browser came (the page's first picture, drawn from the server's cache, is
     it)."""
     from support_app import css_id, ids_drawn, wait_drawn
 

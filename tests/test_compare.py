@@ -1,6 +1,5 @@
 """compare(a, b): the issue's reference cases (GPT-2 2 vs 3 layers, BERT with another intermediate_size, a
-model
-against itself), a mixed diff drawn as one graph, and the CLI."""
+model against itself), a mixed diff drawn as one graph, and the CLI."""
 
 from __future__ import annotations
 

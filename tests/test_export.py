@@ -180,7 +180,8 @@ def test_static_export_leaves_out_edge_labels_over_headers_boxes_or_each_other(d
     out, and every label drawn covers no box, no header and no other label."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from torchvista_dash.render.labels import CHAR_EM, EDGE_PT, header_rect
+    from torchvista_dash.layout.textmetrics import CHAR_EM, EDGE_PT
+    from torchvista_dash.render.labels import header_rect
     from torchvista_dash.render.static.graphviz import static_dot
     from torchvista_dash.render.style import CLOSE_MARK
 

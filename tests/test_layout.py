@@ -283,7 +283,7 @@ def test_without_select_on_pipes_the_output_is_handed_over_once_at_the_end(dot_b
 
 def _dot_children() -> list[int]:
     """Pids of `dot` processes whose parent is this test process (from /proc), but for the idle ones the
-    layout by module keeps for its next batch (``layout.dotpool``)."""
+    layout by module keeps for its next batch (``layout.graphviz.dotpool``)."""
     from torchvista_dash.layout.graphviz import dotpool
 
     kept = set(dotpool.idle_pids())

@@ -72,7 +72,7 @@ def test_notebook_show_twice_gives_two_live_iframes(tmp_path: Path, page: Any) -
             wait_drawn(page, f"trace-{tid}")
             assert model in page.inner_text(".tvd-header")
             assert ids_drawn(page, f"trace-{tid}", "nodes:labels")
-            # the picture comes from the notebook's server by URL (app/pictures.py), and it answers
+            # the picture comes from the notebook's server by URL (app/traces/pictures.py), and it answers
             served = page.evaluate(PICTURES_SERVED, graph_dom_id(f"trace-{tid}"))
             assert served and all(
                 src.startswith("/_tvd/picture/") and status == 200 and "svg" in kind

@@ -7,7 +7,7 @@ from typing import Any
 from torchvista_dash.compare import Diff, compare
 from torchvista_dash.model.errors import TorchvistaDashError
 from torchvista_dash.model.graph import Graph, TraceFormatError
-from torchvista_dash.traced import Trace, load_trace, trace_model
+from torchvista_dash.traced import Trace, from_exported, from_fx, load_trace, trace_model
 
 __version__ = "0.1.0"
 __all__ = [
@@ -18,6 +18,8 @@ __all__ = [
     "TorchvistaDashError",
     "TraceFormatError",
     "compare",
+    "from_exported",
+    "from_fx",
     "load_trace",
     "trace_model",
     "__version__",

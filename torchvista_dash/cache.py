@@ -17,8 +17,7 @@ V = TypeVar("V")
 
 class Cache(Generic[K, V]):
     """At most ``maxsize`` values, least recently used out first; with ``weigh``, also at most ``max_bytes``
-    of
-    what ``weigh`` says each value costs (the newest value stays even if it alone weighs more)."""
+    of what ``weigh`` says each value costs (the newest value stays even if it alone weighs more)."""
 
     def __init__(
         self, maxsize: int, *, max_bytes: int | None = None, weigh: Callable[[V], int] | None = None

@@ -2,7 +2,8 @@
 exported; ``diff A B`` compares two of them.
 
 TARGET is one of: a saved trace (``trace.json``), ``package.module:function`` (a function returning
-``(model, inputs)`` or ``(model, args, kwargs)``), or the name of a built-in demo (``gpt``); ``serve``
+``(model, inputs)`` or ``(model, args, kwargs)``), the name of a built-in demo (``gpt``), or a saved
+torch.export program (``model.pt2``, read with ``torch.export.load``: only files you chose); ``serve``
 also takes a folder of saved traces (a gallery of them).
 Every bad input ends in one ``error: ...`` line that says what to do, and a non-zero exit; a user function
 that raises shows its traceback first. TARGET is checked before the port, so the first error named is the
@@ -46,47 +47,54 @@ def _demo_names() -> list[str]:
     return list(DEMOS)
 
 
-def resolve_target(target: str) -> Trace:
-    """Turn a TARGET string into a Trace (see the module docstring for the forms).
+def resolve_target(target: str, allow_pickle: bool = False, *, values: bool = False) -> Trace:
+    """Turn a TARGET string into a Trace (see the module docstring for the forms); ``values``: a model or a
+    demo is traced with its value summaries (a saved trace holds what it was saved with).
 
     A failed forward pass gives no warning here: the command prints its own, once."""
     with warnings.catch_warnings():
         warnings.filterwarnings(
             "ignore", message=r".*\bforward pass (failed|of .* raised)", category=UserWarning
         )
-        return _resolve(target)
+        return _resolve(target, allow_pickle, values)
 
 
-def _resolve(target: str) -> Trace:
+def _resolve(target: str, allow_pickle: bool = False, values: bool = False) -> Trace:
     from torchvista_dash import load_trace
     from torchvista_dash.model.graph import TraceFormatError
 
     path = Path(target)
     if path.is_file():
         try:
-            return load_trace(path)
+            return load_trace(path, allow_pickle=allow_pickle)
         except TraceFormatError as exc:
-            raise CLIError(f"{target}: {exc}") from None
+            text = str(exc)  # a program's errors already start with its file's name
+            raise CLIError(text if text.startswith(path.name + " ") else f"{target}: {text}") from None
         except OSError as exc:
             raise CLIError(f"cannot read {target}: {exc.strerror or exc}") from None
+    if target.endswith(".pt2"):
+        raise CLIError(
+            f"no such program file: {target} (save one with torch.export.save(exported_program, "
+            f"'{path.name}'))"
+        )
     if target.endswith(".json") or "/" in target or "\\" in target:
         raise CLIError(
             f"no such trace file: {target} (save one with trace.save('{path.name}') or "
             f"`python -m torchvista_dash export TARGET -o {path.name}`)"
         )
     if ":" in target:
-        return _trace_from_function(target)
+        return _trace_from_function(target, values)
     if target in _demo_names():
         from torchvista_dash.demos import demo_trace
 
-        return demo_trace(target)
+        return demo_trace(target, values=values)
     raise CLIError(
-        f"don't know what {target!r} is: give a saved trace (file.json), module:function "
-        f"returning (model, inputs), or a demo name ({', '.join(_demo_names())})"
+        f"don't know what {target!r} is: give a saved trace (file.json), a torch.export program (file.pt2), "
+        f"module:function returning (model, inputs), or a demo name ({', '.join(_demo_names())})"
     )
 
 
-def _trace_from_function(target: str) -> Trace:
+def _trace_from_function(target: str, values: bool = False) -> Trace:
     mod_name, _, func_name = target.partition(":")
     if not mod_name or not func_name or ":" in func_name:
         raise CLIError(f"bad target {target!r}: write it as package.module:function")
@@ -119,7 +127,7 @@ def _trace_from_function(target: str) -> Trace:
     model, args, kwargs = _unpack(target, result)
     from torchvista_dash import trace_model
 
-    return trace_model(model, args, kwargs=kwargs, name=type(model).__name__)
+    return trace_model(model, args, kwargs=kwargs, name=type(model).__name__, values=values)
 
 
 def _unpack(target: str, result: Any) -> tuple[Any, Any, dict[str, Any] | None]:
@@ -258,7 +266,7 @@ def _serve(ns: argparse.Namespace) -> int:
             print(f"warning: skipping {line}", file=sys.stderr)
         options.update(gallery=gallery, title=gallery.title)
     else:
-        trace = resolve_target(ns.target)
+        trace = resolve_target(ns.target, ns.allow_pickle, values=ns.values)
         err = trace.graph.error
         if err is not None:
             print(
@@ -268,9 +276,9 @@ def _serve(ns: argparse.Namespace) -> int:
         options.update(traces=[trace], title=trace.graph.model_name or "torchvista_dash")
     check_port_free(ns.host, ns.port)
     app = make_app(**options, allowed_hosts=ns.allow_host)
-    # What is traced now lives as long as this process: out of the collector's sight, a full collection no
-    # longer walks it (an 80-layer Llama's trace made one take 0.3 s, in the middle of a first view or a
-    # click)
+    # What is traced now lives as long as this process: frozen, out of the collector's sight, it is not walked
+    # by every full collection (over an 80-layer Llama's trace one takes about 0.3 s, in the middle of a first
+    # view or a click; bench/bench_figure_build.py measures it)
     gc.freeze()
     serve_forever(app, ns.host, ns.port)
     return 0
@@ -287,7 +295,7 @@ def _export(ns: argparse.Namespace) -> int:
         raise CLIError(str(exc)) from None
     if not out.parent.exists():
         raise CLIError(f"the folder {out.parent} does not exist; create it first")
-    trace = resolve_target(ns.target)
+    trace = resolve_target(ns.target, ns.allow_pickle, values=ns.values)
     if fmt != "json":
         _check_settings()
     from torchvista_dash.layout import reporting
@@ -322,7 +330,9 @@ def _export(ns: argparse.Namespace) -> int:
 def _diff(ns: argparse.Namespace) -> int:
     from torchvista_dash.compare import compare
 
-    a, b = resolve_target(ns.a), resolve_target(ns.b)
+    values = getattr(ns, "values", False)
+    a = resolve_target(ns.a, ns.allow_pickle, values=values)
+    b = resolve_target(ns.b, ns.allow_pickle, values=values)
     d = compare(a, b)
     s = d.summary()
     print(
@@ -375,7 +385,13 @@ def _color_by_option(p: argparse.ArgumentParser) -> None:
         "--color-by",
         choices=COLOR_BY,
         default=None,
-        help="colour boxes by a cost (time needs a trace made with timing=True)",
+        help="colour boxes by a metric (time needs a trace made with timing=True; absmax, std, zeros and "
+        "nonfinite a value trace: --values)",
+    )
+    p.add_argument(
+        "--values",
+        action="store_true",
+        help="trace a model or demo with its value summaries (min, max, mean, std, NaN/Inf, zeros)",
     )
 
 
@@ -405,6 +421,15 @@ def _view_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _pickle_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--allow-pickle",
+        action="store_true",
+        help="open a .pt2 that holds pickled objects (loading it runs the code they name: only for files "
+        "you trust)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     first, rest = (__doc__ or "").replace("``", "").split("\n\n", 1)
     p = argparse.ArgumentParser(
@@ -412,8 +437,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", required=True)
     target_help = (
-        "a saved trace (file.json), module:function returning (model, inputs) or (model, args, kwargs), "
-        "or a demo name"
+        "a saved trace (file.json) or torch.export program (file.pt2), module:function returning "
+        "(model, inputs) or (model, args, kwargs), or a demo name"
     )
     s = sub.add_parser("serve", help="serve the interactive graph (no TARGET: the gallery of demo models)")
     s.add_argument(
@@ -431,6 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _view_options(s)
     _color_by_option(s)
+    _pickle_option(s)
     s.set_defaults(func=_serve)
     e = sub.add_parser("export", help="write the picture (html, svg, png, pdf) or the trace (json)")
     e.add_argument("target", help=target_help)
@@ -444,6 +470,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="QUALNAME",
         help="draw one module as its own graph, with its own inputs and outputs (e.g. layers.3.mlp)",
     )
+    _pickle_option(e)
     e.set_defaults(func=_export)
     d = sub.add_parser(
         "diff", help="compare two traces: serve the diff drawn as one graph, or export it with -o"
@@ -465,6 +492,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also answer requests for this Host name (see serve)",
     )
     _view_options(d)
+    _pickle_option(d)
     d.set_defaults(func=_diff)
     return p
 

@@ -224,6 +224,7 @@ class Demo:
     title: str
     description: str
     build: Callable[[], tuple[nn.Module, tuple[Any, ...]]]
+    exported: bool = False  # drawn from its torch.export program (``from_exported``), not a live trace
 
 
 def _gen() -> torch.Generator:
@@ -283,6 +284,14 @@ DEMOS: dict[str, Demo] = {
             _gpt,
         ),
         Demo(
+            "gpt-export",
+            "GPT-style decoder, from torch.export",
+            "The GPT demo captured with torch.export.export and read from the ExportedProgram: aten ops, "
+            "the same modules.",
+            _gpt,
+            exported=True,
+        ),
+        Demo(
             "broken",
             "Failing model",
             "torch.cat on mismatched shapes inside fusion: the trace stops there.",
@@ -300,11 +309,14 @@ def build_demo(name: str) -> tuple[nn.Module, tuple[Any, ...]]:
 
 
 @functools.cache
-def demo_trace(name: str) -> Trace:
-    """The demo's trace, traced once per process (the gallery switches between them instantly)."""
-    from torchvista_dash.traced import trace_model
+def demo_trace(name: str, values: bool = False) -> Trace:
+    """The demo's trace, traced once per process (the gallery switches between them instantly);
+    ``values``: with its value summaries (``trace_model(..., values=True)``; an exported demo has none)."""
+    from torchvista_dash.traced import from_exported, trace_model
 
     model, inputs = build_demo(name)
+    if DEMOS[name].exported:  # exported in code from the demo model: nothing is downloaded or read
+        return from_exported(torch.export.export(model, inputs), name=DEMOS[name].title)
     with warnings.catch_warnings():  # the failing demo fails on purpose: no warning for it
         warnings.simplefilter("ignore", UserWarning)
-        return trace_model(model, inputs, name=DEMOS[name].title)
+        return trace_model(model, inputs, name=DEMOS[name].title, values=values)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     import plotly.graph_objects as go
 
     from torchvista_dash.layout.types import Layout
+    from torchvista_dash.model.values import FirstNonfinite
     from torchvista_dash.render.paint import Paint
     from torchvista_dash.view.types import VisibleGraph
 
@@ -105,6 +106,14 @@ class Trace:
                 "stats() without it returns the same rows as a list of dicts"
             ) from None
         return pd.DataFrame(rows, columns=list(STATS_KEYS))
+
+    # ---- values (a trace made with values=True) ------------------------------------------
+    def first_nonfinite(self) -> FirstNonfinite | None:
+        """Where NaN or Inf first appears: the first op (in execution order) whose output holds one while its
+        inputs did not, with its module path (``.qualname``); None if every value is finite."""
+        from torchvista_dash.model.values import first_nonfinite
+
+        return first_nonfinite(self.graph)
 
     # ---- views and drawing -------------------------------------------------------------
     def view(
@@ -212,6 +221,7 @@ def trace_model(
     name: str | None = None,
     flops: bool = True,
     timing: bool = False,
+    values: bool = False,
 ) -> Trace:
     """Trace ``model(*inputs, **kwargs)`` once, under ``torch.no_grad()``, and restore the model afterwards.
 
@@ -222,6 +232,9 @@ def trace_model(
     and its enclosing module calls marked, ``Trace.error`` holds the exception, and a warning is issued.
     ``flops`` records each op's FLOPs (PyTorch's FlopCounterMode formulas) in the same pass; ``timing=True``
     also times each op in separate runs (median of 5) for ``stats()`` and ``figure(color_by="time")``.
+    ``values=True`` records a summary of every tensor's values (min, max, mean, std, NaN and Inf counts,
+    fraction of zeros, a few elements) in the same pass: shown in hover and details, and what
+    ``first_nonfinite()``, ``compare`` and ``color_by="absmax"/"std"/"zeros"/"nonfinite"`` read.
     """
     from torchvista_dash import __version__
     from torchvista_dash.frontends.trace import trace_graph, user_stacklevel
@@ -234,6 +247,7 @@ def trace_model(
         versions=(("torchvista_dash", __version__),),
         flops=flops,
         timing=timing,
+        values=values,
     )
     if error is not None:
         hint = ""
@@ -252,9 +266,38 @@ def trace_model(
     return Trace(graph, error, _checked=True)
 
 
-def load_trace(path: str | Path, *, max_bytes: int | None = None) -> Trace:
-    """Load a trace saved with ``Trace.save`` (JSON only: nothing is unpickled); anything else is a
-    ``TraceFormatError``. A file over ``max_bytes`` (default: ``graph.trace_size_limit()``) is refused."""
+def from_exported(program: Any, *, name: str | None = None, flops: bool = True) -> Trace:
+    """The Trace of a ``torch.export.ExportedProgram``, drawn like a live trace of the same model: module
+    boxes from each op's ``nn_module_stack``, shapes from ``meta["val"]`` (symbolic sizes as ``s0``),
+    parameters from the graph signature, FLOPs from the same formulas (``flops=False`` skips them)."""
+    from torchvista_dash import __version__
+    from torchvista_dash.frontends.export import graph_of_program
+
+    graph = graph_of_program(program, name=name, versions=(("torchvista_dash", __version__),), flops=flops)
+    return Trace(graph)
+
+
+def from_fx(module: Any, *, name: str | None = None, flops: bool = True) -> Trace:
+    """The Trace of a ``torch.fx.GraphModule`` (``symbolic_trace``, a compiler pass): its ``call_module``
+    nodes and module stacks as module boxes, shapes where the graph records them (``ShapeProp``,
+    ``meta["val"]``); a graph without any says so in a note and draws without shapes."""
+    from torchvista_dash import __version__
+    from torchvista_dash.frontends.fx import graph_of_fx
+
+    graph = graph_of_fx(module, name=name, versions=(("torchvista_dash", __version__),), flops=flops)
+    return Trace(graph)
+
+
+def load_trace(path: str | Path, *, max_bytes: int | None = None, allow_pickle: bool = False) -> Trace:
+    """Load a trace saved with ``Trace.save`` (JSON only: nothing is unpickled), or a torch.export program
+    saved with ``torch.export.save`` (a ``.pt2`` file, by its extension: read with ``torch.export.load``, so
+    only for files you chose yourself; one holding pickled objects, which loading would run, is refused
+    unless ``allow_pickle=True``); anything else is a ``TraceFormatError``. A JSON file over ``max_bytes``
+    (default: ``graph.trace_size_limit()``) is refused."""
+    if Path(path).suffix.lower() == ".pt2":
+        from torchvista_dash.frontends.export.load import load_program
+
+        return from_exported(load_program(path, allow_pickle=allow_pickle))
     graph = Graph.load(path, max_bytes=max_bytes)
     if graph.error is not None:
         warnings.warn(

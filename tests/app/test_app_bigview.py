@@ -1,7 +1,6 @@
 """A view too tall to read whole, as a user meets it in the app (real Chromium, real server): it opens
-readable
-at the top of the graph, "fit to screen" shows it whole, and a click at a box's corner there still selects
-it."""
+readable at the top of the graph, "fit to screen" shows it whole, and a click at a box's corner there still
+selects it."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The first picture: the page's HTML carries the initial view (the figure's own picture, by URL), painted
-before
-Dash's scripts have run (checked with JavaScript off), and hidden once plotly has drawn the interactive
+before Dash's scripts have run (checked with JavaScript off), and hidden once plotly has drawn the interactive
 graph."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""The hit bars the app sends (app/hitlayer.py, render/hits.py): only those near the viewport and big enough
-to
-click, bounded whatever the view's size, renewed after a zoom or pan that leaves them, without moving the
-user's
-zoom; in a real headless Chromium, a box far from where the view starts is clicked after panning to it."""
+"""The hit bars the app sends (app/actions/hitlayer.py, render/hits.py): only those near the viewport and big
+enough to click, bounded whatever the view's size, renewed after a zoom or pan that leaves them, without
+moving the user's zoom; in a real headless Chromium, a box far from where the view starts is clicked after
+panning to it.
+"""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from torchvista_dash.app.server.server import make_app
 from torchvista_dash.app.traces import registry, state
 from torchvista_dash.app.traces.page_state import PageState
 from torchvista_dash.model.options import DrawOptions, ViewOptions
-from torchvista_dash.render import hits
+from torchvista_dash.render import hits, viewport
 
 M = "main"
 
@@ -100,7 +100,7 @@ def test_the_bars_sent_are_bounded_for_a_huge_view() -> None:
         assert record["capped"] == (span_x > 10_000), "tens of thousands of equal boxes in view: none sent"
         if record["capped"]:
             continue
-        floor = hitlayer.MIN_PX / hitlayer.scale_of(view)
+        floor = hitlayer.MIN_PX / viewport.scale(view, hitlayer.PLOT_PX)
         (x0, x1), (y0, y1) = view
         want = {
             cid

@@ -20,7 +20,7 @@ from torchvista_dash.app.server.server import make_app
 
 pytestmark = pytest.mark.browser
 M = "main"
-READABLE_PX = 6.9  # the smallest text the picture draws (render/picture.py LOD_SCALE)
+READABLE_PX = 6.9  # the smallest text the picture draws (render/svg/picture.py LOD_SCALE)
 
 
 class Attention(nn.Module):

@@ -1,9 +1,7 @@
-"""Pictures at their own URL (app/pictures.py): the route answers a stored picture gzipped and cacheable,
-refuses
-bad keys and keeps a bounded store; a big view's page carries its first picture by URL and paints it before
-Dash
-has drawn; a click's answer carries the hit layer, not the picture (real Chromium, real server, real
-clicks)."""
+"""Pictures at their own URL (app/traces/pictures.py): the route answers a stored picture gzipped and
+cacheable, refuses bad keys and keeps a bounded store; a big view's page carries its first picture by URL and
+paints it before Dash has drawn; a click's answer carries the hit layer, not the picture (real Chromium, real
+server, real clicks)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The background precompute: bounded, deduplicated, newest first, stale work dropped, finished keys
-forgotten;
-and under a long run of real clicks the queue and the caches stay bounded and drain when the clicks stop."""
+forgotten; and under a long run of real clicks the queue and the caches stay bounded and drain when the clicks
+stop."""
 
 from __future__ import annotations
 

@@ -319,9 +319,8 @@ def test_serve_of_a_slow_first_view_sends_the_page_at_once_and_shows_progress(
     page: Any, slow_dot: str, tmp_path: Path
 ) -> None:
     """`python -m torchvista_dash serve module:fn --depth -1`, a browser opening it while the server still
-    lays
-    out the first view: the page's HTML is not held back for it (no first picture), and the page shows which
-    stage runs and how many of how many modules are done, then the graph."""
+    lays out the first view: the page's HTML is not held back for it (no first picture), and the page shows
+    which stage runs and how many of how many modules are done, then the graph."""
     import os
     import subprocess
 

@@ -189,8 +189,7 @@ def test_a_layout_failure_on_the_first_page_is_shown_in_the_page(
     page: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # a dot that fails at once: one reading until its input ends would wait out the dot pool's probe of each
-    # new
-    # process (10 s a layout), as no real dot does
+    # new process (10 s a layout), as no real dot does
     monkeypatch.setenv("TVD_DOT", str(_failing_dot(tmp_path, read_input=False)))
     from torchvista_dash import layout as layout_mod
 

@@ -246,7 +246,7 @@ def test_callbacks_reach_every_app_in_one_process() -> None:
         assert sum('"subcomponent":"graph"}.figure@' not in o for o in figures) == 1, (
             outputs
         )  # exactly one set
-        assert len(figures) == 2, outputs  # and its hit-bar renewal (app/hitlayer.py)
+        assert len(figures) == 2, outputs  # and its hit-bar renewal (app/actions/hitlayer.py)
         assert sum('"subcomponent":"selected"}.data' in o for o in outputs) == 2  # a click's and a search's
 
 

@@ -1,7 +1,6 @@
 """The picture at any zoom, in a real headless Chromium against the gallery server, with real mouse clicks and
 wheel zooms: whole boxes and header rows are the targets, labels follow the zoom and never collide, and
-opening
-a module that does not fit zooms out to show it (and back when it is closed)."""
+opening a module that does not fit zooms out to show it (and back when it is closed)."""
 
 from __future__ import annotations
 
@@ -191,8 +190,8 @@ def test_opening_a_module_that_does_not_fit_zooms_out_and_closing_zooms_back(
 
 def test_the_drawn_image_shows_what_the_replica_measures(page: Any, gallery_url: str) -> None:
     """The label geometry above is read from a replica of the picture; a screenshot of the real image shows
-    the
-    same: text where the replica has it, of its height (the zoom cap included), and none where it has none."""
+    the same: text where the replica has it, of its height (the zoom cap included), and none where it has
+    none."""
     open_demo(page, gallery_url, "mlp")
     plot = page.locator(css_id(G, "graph") + " .nsewdrag").first.bounding_box()
     at = (plot["x"] + plot["width"] / 2, plot["y"] + plot["height"] / 2)

@@ -1,5 +1,5 @@
-"""The function mode queues ops and the recorder records them later (trace/mode.py): what is recorded is
-what each op saw when it ran, and the queue keeps no tensor alive for long."""
+"""The function mode queues ops and the recorder records them later (frontends/trace/mode.py): what is
+recorded is what each op saw when it ran, and the queue keeps no tensor alive for long."""
 
 from __future__ import annotations
 

@@ -86,8 +86,9 @@ class _LongForward(torch.nn.Module):
 
 
 def test_op_lines_read_after_the_pass_are_the_lines_that_ran() -> None:
-    """Lines are looked up from the instruction offset after the pass (trace/sites.py): each op names the
-    line of the expression that called it, as ``frame.f_lineno`` would, in a loop and at the end too."""
+    """Lines are looked up from the instruction offset after the pass (frontends/trace/sites.py): each op
+    names the line of the expression that called it, as ``frame.f_lineno`` would, in a loop and at the end
+    too."""
     import inspect
 
     lines, first = inspect.getsourcelines(_LongForward.forward)

@@ -1,5 +1,6 @@
-"""The layout by module (``layout.compose``) with the real ``dot``: composition invariants, reuse of identical
-interiors (counted in dot runs), a toggle re-laying out only its chain, determinism, progress, big views."""
+"""The layout by module (``layout.composed.compose``) with the real ``dot``: composition invariants, reuse of
+identical interiors (counted in dot runs), a toggle re-laying out only its chain, determinism, progress, big
+views."""
 
 from __future__ import annotations
 
@@ -129,8 +130,8 @@ def test_identical_layers_are_laid_out_once(dot_binary):
     check_composed(vg, lay)
     laid_out = after["piece_misses"] - before["piece_misses"]
     # the model, embed, 12 layers × (layer, attention, mlp, 6 Linears) and the top level: 111 pieces, but a
-    # layer's
-    # pieces are the same for every layer (the first and last differ only where they meet their neighbours)
+    # layer's pieces are the same for every layer (the first and last differ only where they meet their
+    # neighbours)
     assert len(vg.clusters) == 2 + 12 * 9
     assert laid_out <= 2 * 9 + 2 + 9
     assert after["dot_runs"] - before["dot_runs"] <= 2 * 5  # at most 2 dot processes per level of nesting

@@ -234,7 +234,7 @@ def test_traced_nested_repeats():
 def test_opening_an_80_layer_models_kv_cache_costs_a_few_layouts_of_the_model_not_a_hundred() -> None:
     # A click on the collapsed cache output of an 80-layer Llama (the models' default: KV cache on) sends its
     # 160 tensors from 80 layers down to 160 boxes; dot's node placement spent 35-80 s on that root piece
-    # (about 100 layouts of the whole every-op view) until layout/dot.py's NSLIMIT capped it.
+    # (about 100 layouts of the whole every-op view) until layout/single/dot.py's NSLIMIT capped it.
     torch.manual_seed(0)
     cfg = transformers.LlamaConfig(
         num_hidden_layers=80,

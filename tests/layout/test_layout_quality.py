@@ -1,12 +1,10 @@
 """Drawing quality of the layout by module with the real ``dot``, beside the single run where that finishes:
-edge
-crossings held at or below what was measured when each cause was cut (regression bounds, not timings), the
-composition invariants, and stacks of layers standing in one column.
+edge crossings held at or below what was measured when each cause was cut (regression bounds, not timings),
+the composition invariants, and stacks of layers standing in one column.
 
 Bounds were measured with this repository's code on the views below (small configs, random weights); the
 counts before the changes are in the comment beside each. Crossings are counted as in
-``bench/bench_layout_scale.py``
-(proper intersections of segments of different edges)."""
+``bench/bench_layout_scale.py`` (proper intersections of segments of different edges)."""
 
 from __future__ import annotations
 
@@ -83,10 +81,8 @@ def densenet() -> Graph:
 
 
 # (view, crossings now): in the comment, before the last change (shared out-ports and their collectors,
-# out-ports
-# where their tensors leave, polylines) and before the first (the bundle of leaving tensors, trunks free of
-# rank constraints,
-# equal-size-only stacks aligned even where every earlier layer fans in)
+# out-ports where their tensors leave, polylines) and before the first (the bundle of leaving tensors, trunks
+# free of rank constraints, equal-size-only stacks aligned even where every earlier layer fans in)
 BOUNDS = [
     pytest.param(gpt2, 12, id="gpt2-every-op"),  # before: 66; first: 542
     pytest.param(t5, 64, id="t5-every-op"),  # before: 161; first: 1,718

@@ -1,4 +1,5 @@
-"""Reading dot's JSON while dot writes it (layout/stream.py) gives the same Layout as reading it whole."""
+"""Reading dot's JSON while dot writes it (layout/graphviz/stream.py) gives the same Layout as reading it
+whole."""
 
 from __future__ import annotations
 

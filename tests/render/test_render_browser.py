@@ -136,9 +136,8 @@ def test_hover_shows_module_details(loaded):
 
 def test_zoomed_out_view_draws_no_text_until_zoomed_in(browser, tmp_path):
     """A tall view fitted whole is too small to read: the picture draws no box text (its level of detail),
-    only
-    the model's name as an overview label; hover and clicks still work on every box; zoomed in, the labels are
-    drawn."""
+    only the model's name as an overview label; hover and clicks still work on every box; zoomed in, the
+    labels are drawn."""
     g, vg, lay = grid_case(300, cols=2)
     fig = make_figure(g, vg, lay)
     path = tmp_path / "tall.html"
@@ -186,10 +185,9 @@ def test_equal_aspect_and_whole_graph_in_view(loaded):
 
 
 def test_a_big_view_is_tiles_and_a_label_across_their_border_is_drawn_whole(browser, tmp_path):
-    """A view bigger than a tile is several images (render/tiles.py); at the start only some are on screen,
-    and
-    zoomed in on a box that lies across two tiles, its label is drawn, with ink on both sides of the
-    border."""
+    """A view bigger than a tile is several images (render/svg/tiles.py); at the start only some are on
+    screen, and zoomed in on a box that lies across two tiles, its label is drawn, with ink on both sides of
+    the border."""
     g, vg, lay = grid_case(MIN_TILED_BOXES)
     meta = make_figure(g, vg, lay).layout.meta["torchvista_dash"]
     ext, bounds = tuple(meta["picture"]), tuple(meta["bounds"])

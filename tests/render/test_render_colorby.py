@@ -188,3 +188,15 @@ def test_colouring_by_bytes_draws_edges_as_wide_as_their_tensors(tmp_path: Path)
     own = {float(w) for w in re.findall(r'class="e" style="stroke-width:([0-9.]+)px"', picture)}
     assert own == {w for w in widths.values()} and set(EDGE_WIDTHS) < own
     assert 'class="e" style="stroke-width' not in _svg(t.figure(color_by="flops", depth=None))  # bytes only
+
+
+def test_every_metric_colours_a_decoder_with_its_cache_grouped_in_one_output_box() -> None:
+    from transformers import GPT2Config, GPT2Model
+
+    torch.manual_seed(0)
+    model = GPT2Model(GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=64, n_positions=16)).eval()
+    t = trace_model(model, torch.randint(0, 64, (1, 6)), {"use_cache": True})
+    assert any(vn.id.startswith("io:output:") for vn in t.view().nodes)  # the KV cache: one grouped box
+    for metric in ("params", "flops", "bytes"):
+        fig = t.figure(color_by=metric)
+        assert _trace("colorbar", fig).marker.showscale, metric

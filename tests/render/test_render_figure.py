@@ -17,18 +17,17 @@ from support_render import picture_texts as texts
 
 from torchvista_dash.layout.types import Layout
 from torchvista_dash.render import UIREVISION, make_figure
-from torchvista_dash.render.figure import (
-    FAILED_WINDOW,
-    NOMINAL_PLOT_PX,
-    READABLE_SCALE,
-    START_SCALE,
-    TILE_PT,
-    fit_scale,
-    start_window,
-)
+from torchvista_dash.render.figure import FAILED_WINDOW, TILE_PT
 from torchvista_dash.render.hits import header_rows
 from torchvista_dash.render.labels import Boxes, edge_labels
 from torchvista_dash.render.svg.picture import LOD_SCALE, OVERVIEW_PX, extent, fit_text
+from torchvista_dash.render.viewport import (
+    NOMINAL_PLOT_PX,
+    READABLE_SCALE,
+    START_SCALE,
+    fit_scale,
+    start_window,
+)
 
 
 def ids_in(fig, names) -> list[str]:
@@ -330,8 +329,7 @@ def test_a_view_that_reads_whole_starts_whole() -> None:
 
 def test_a_view_just_readable_at_the_nominal_plot_size_starts_readable_in_a_real_one() -> None:
     """Fitted whole at a scale just above the op names' threshold on the nominal plot, a view would show no
-    text
-    at all in a real plot a little smaller (CLIP from its config did, at 1400 x 900): it starts at a
+    text at all in a real plot a little smaller (CLIP from its config did, at 1400 x 900): it starts at a
     window."""
     for n in range(40, 400, 4):
         g, vg, lay = grid_case(n, cols=4)

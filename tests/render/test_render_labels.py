@@ -12,9 +12,9 @@ from support_models import build_clip, build_gpt2, build_whisper
 from torchvista_dash import trace_model
 from torchvista_dash.demos import demo_trace
 from torchvista_dash.layout.types import EdgePath
-from torchvista_dash.render.figure import NOMINAL_PLOT_PX, PAD
 from torchvista_dash.render.labels import Boxes, edge_labels, header_rect, header_text, place_overview
 from torchvista_dash.render.svg import picture
+from torchvista_dash.render.viewport import NOMINAL_PLOT_PX, PAD
 
 
 def _traced(build: Any) -> Any:

@@ -1,6 +1,5 @@
-"""The picture cut into tiles (render/tiles.py): one layout image per tile, each element in every tile it
-draws in,
-each tile's level of detail read from its own width; small views stay one image."""
+"""The picture cut into tiles (render/svg/tiles.py): one layout image per tile, each element in every tile it
+draws in, each tile's level of detail read from its own width; small views stay one image."""
 
 from __future__ import annotations
 
@@ -10,10 +9,11 @@ import xml.etree.ElementTree as ET
 from support_render import SVG_NS as NS
 from support_render import grid_case, picture_pieces
 
+from torchvista_dash.layout.textmetrics import SUB_PT
 from torchvista_dash.render import make_figure
 from torchvista_dash.render.figure import TILE_PT
 from torchvista_dash.render.style import get_theme
-from torchvista_dash.render.svg.picture import LOD_SCALE, SUB_PT, picture_svg
+from torchvista_dash.render.svg.picture import LOD_SCALE, picture_svg
 from torchvista_dash.render.svg.tiles import MAX_TILES, MIN_TILED_BOXES, OVERLAP, Grid
 
 
@@ -107,8 +107,7 @@ def test_an_empty_part_of_the_canvas_is_no_image():
 
 def test_tiles_are_bounded_in_number_and_bytes_on_a_long_column():
     """A 32-layer every-op model is a column far taller than wide, on a canvas widened to the plot's aspect:
-    its
-    tiles are at most MAX_TILES, rows over the drawing (the padding beside it joins the outer cells), and
+    its tiles are at most MAX_TILES, rows over the drawing (the padding beside it joins the outer cells), and
     together not much more SVG than the one image (elements near a border are in both tiles)."""
     g, vg, lay = grid_case(2000, cols=3)
     one = make_figure(g, vg, lay, tile=None)

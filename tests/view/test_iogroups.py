@@ -1,6 +1,5 @@
 """Structured inputs/outputs (a Llama's cache and hidden states, a dict of tensors) are one box that opens
-like
-a module; inputs sit on the first rank, outputs on the last. Real Hugging Face model, real dot, real
+like a module; inputs sit on the first rank, outputs on the last. Real Hugging Face model, real dot, real
 Chromium."""
 
 from __future__ import annotations

@@ -34,10 +34,10 @@ from torchvista_dash.layout.single.dot import (
     build_dot,
     check_rankdir,
     node_size,
-    text_width,
     to_dot,
 )
 from torchvista_dash.layout.single.parse import spline_points
+from torchvista_dash.layout.textmetrics import text_width
 from torchvista_dash.layout.types import Box, EdgePath, Layout
 from torchvista_dash.view.types import VisibleGraph
 
@@ -67,9 +67,9 @@ __all__ = [
 ]
 
 CACHE_SIZE = 64
-# Views with more open modules than this are laid out by module. Measured (bench/bench_layout_scale.py, README
-# "Layout at any size"): by module is as fast or faster even for the default views (one open module: dot
-# processes kept running beat a fresh one) and draws them as compactly, so only views with nothing open
+# Views with more open modules than this are laid out by module. bench/bench_layout_scale.py compares the two
+# (docs/performance.md, "Layout"): by module is as fast or faster even for the default views (one open module:
+# dot processes kept running beat a fresh one) and draws them as compactly, so only views with nothing open
 # (one box per top-level call, no cluster) take one dot run over the whole view.
 SINGLE_RUN_MAX_CLUSTERS = 0
 DOT_FORMAT = "json0"  # JSON without xdot drawing ops: a quarter of the bytes, and dot writes it faster

@@ -41,8 +41,13 @@ from torchvista_dash.model.checks import (
     trace_size_limit,
 )
 from torchvista_dash.model.checks import TraceSizeError as TraceSizeError
+from torchvista_dash.model.values import ValueStats, read_node_values, stats_to_dict
 
 SCHEMA = "torchvista_dash.model.graph/1"
+# a trace with value summaries (Node.values): older readers refuse it by its schema rather than by a field
+# they do not know; a trace without them stays /1, byte for byte
+SCHEMA_VALUES = "torchvista_dash.model.graph/2"
+SCHEMAS = (SCHEMA, SCHEMA_VALUES)
 
 NodeKind = Literal["input", "output", "op", "constant", "parameter"]
 NODE_KINDS: tuple[NodeKind, ...] = get_args(NodeKind)
@@ -69,6 +74,9 @@ class TensorMeta:
     dtype: str
     device: str
     nbytes: int
+    # Each size as the source names it, when one is symbolic (a torch.export program's ``s0``, ``2*s0``);
+    # ``shape`` then holds the example's sizes, which costs and folding count with. None: all concrete.
+    dims: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +128,7 @@ class Node:
     outputs: tuple[TensorMeta, ...] = ()
     flops: int = 0  # counted with torch.utils.flop_counter's formulas (see Graph.measured)
     time_ms: float | None = None  # median wall time of the op in a separate timed run (timing=True)
+    values: tuple[ValueStats | None, ...] = ()  # per output, its values' summary (values=True), else ()
 
 
 @dataclass(frozen=True)
@@ -153,7 +162,9 @@ class Graph:
     model_name: str = ""
     error: ErrorInfo | None = None
     versions: tuple[tuple[str, str], ...] = ()
-    measured: tuple[str, ...] = ()  # which costs the nodes carry: "flops", "time" (older traces: none)
+    measured: tuple[str, ...] = ()  # what the nodes carry: "flops", "time", "values" (older traces: none)
+    # What the source could not give and every view says (a graph with no shapes, no module structure)
+    notes: tuple[str, ...] = ()
 
     # ---- lookups (computed once; the graph is immutable) -------------------------------
     @cached_property
@@ -199,7 +210,11 @@ class Graph:
 
     @property
     def total_params(self) -> int:
-        """Parameters of the whole model, each module's own counted once."""
+        """Parameters of the whole model, each counted once (a tied weight too): the root call's count, else
+        each module's own summed."""
+        root = self.root
+        if root is not None and root.qualname == "":
+            return root.num_params
         seen: set[str] = set()
         total = 0
         for c in self.module_calls:
@@ -212,8 +227,7 @@ class Graph:
     @cached_property
     def content_id(self) -> str:
         """A hash of the bytes ``save`` writes (for a loaded trace: of the bytes it was read from, hashed
-        while
-        loading, so the graph is not serialised again): keys registries and caches.
+        while loading, so the graph is not serialised again): keys registries and caches.
 
         A trace saved and loaded again keeps its id; the same file always gives the same id."""
         return _hash_id(self.to_bytes())
@@ -221,7 +235,7 @@ class Graph:
     # ---- JSON -------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema": SCHEMA,
+            "schema": SCHEMA_VALUES if "values" in self.measured else SCHEMA,
             "model_name": self.model_name,
             "versions": dict(self.versions),
             "error": None if self.error is None else _error_to_dict(self.error),
@@ -229,6 +243,7 @@ class Graph:
             "nodes": [_node_to_dict(n) for n in self.nodes],
             "edges": [_edge_to_dict(e) for e in self.edges],
             **({"measured": list(self.measured)} if self.measured else {}),
+            **({"notes": list(self.notes)} if self.notes else {}),
         }
 
     def to_bytes(self) -> bytes:
@@ -270,9 +285,10 @@ class Graph:
                 "not a torchvista_dash trace: the JSON has no 'schema' field "
                 "(save traces with Trace.save() or `python -m torchvista_dash export ... -o x.json`)"
             )
-        if data["schema"] != SCHEMA:
+        if data["schema"] not in SCHEMAS:
             raise TraceFormatError(
-                f"unsupported trace schema {str(data['schema'])[:80]!r}; this version reads {SCHEMA!r}"
+                f"unsupported trace schema {str(data['schema'])[:80]!r}; this version reads "
+                f"{' and '.join(map(repr, SCHEMAS))}"
             )
         try:
             with gc_paused():
@@ -322,7 +338,8 @@ class Graph:
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """No cyclic-GC passes while building (or writing out) a whole graph: millions of new objects, none in a
-    cycle, so every pass over them was pure cost (7x the time of ``to_dict`` on 50,000 nodes)."""
+    cycle, so every pass over them is pure cost (on big graphs, several times what ``to_dict`` itself
+    takes)."""
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -344,7 +361,7 @@ def numel(shape: Iterable[int]) -> int:
     return n
 
 
-MEASURABLE = ("flops", "time")
+MEASURABLE = ("flops", "time", "values")
 
 
 def _read_time_ms(value: Any) -> float | None:
@@ -373,9 +390,34 @@ def shown_args(args: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     return [(k, v) for k, v in args if not k.startswith("_") or "Tensor[" in v]
 
 
+UNKNOWN_DTYPE = "unknown"  # a tensor whose shape and dtype the source did not record (an FX graph without
+# shape propagation): drawn without a shape
+
+
+def unknown_meta() -> TensorMeta:
+    """The metadata of a tensor whose shape and dtype the source does not know."""
+    return TensorMeta(shape=(), dtype=UNKNOWN_DTYPE, device="", nbytes=0)
+
+
+def tensor_shape_text(m: TensorMeta) -> str:
+    """The shape of the tensor ``m`` describes as drawn: ``s0×16×768`` for a symbolic batch, ``""`` when the
+    source did not record it."""
+    if m.dims is not None:
+        return "×".join(m.dims) if m.dims else "scalar"
+    if m.dtype == UNKNOWN_DTYPE:
+        return ""
+    return shape_text(m.shape)
+
+
 def meta_text(m: TensorMeta) -> str:
     """``1×8×64 float32``: a tensor's shape and dtype."""
-    return f"{shape_text(m.shape)} {m.dtype}"
+    if m.dtype == UNKNOWN_DTYPE:
+        return "shape unknown"
+    return f"{tensor_shape_text(m)} {m.dtype}"
+
+
+def _read_dims(value: Any) -> tuple[str, ...] | None:
+    return None if value is None else read_strs(value)
 
 
 # ---- reading: one field table per record (see graph_checks: typed readers, nothing trusted) ----------------
@@ -387,6 +429,7 @@ _read_meta = interned(
             ("dtype", read_name, REQUIRED),
             ("device", read_name, REQUIRED),
             ("nbytes", read_int, REQUIRED),
+            ("dims", _read_dims, None),
         ),
         "tensor",
     )
@@ -434,6 +477,7 @@ _read_node = record(
         ("outputs", list_of(_read_meta), REQUIRED),
         ("flops", read_int, 0),
         ("time_ms", _read_time_ms, None),  # absent in traces made before costs were
+        ("values", read_node_values, ()),  # only in value traces
     ),
     "node",
 )
@@ -468,6 +512,7 @@ _read_graph = record(
         ("error", lambda d: None if d is None else _read_error(d), None),
         ("versions", read_str_map, ()),
         ("measured", _read_measured, ()),
+        ("notes", read_strs, ()),
     ),
     "trace",
 )
@@ -475,7 +520,10 @@ _read_graph = record(
 
 # ---- writing ---------------------------------------------------------------------------------------------
 def _meta_to_dict(m: TensorMeta) -> dict[str, Any]:
-    return {"shape": list(m.shape), "dtype": m.dtype, "device": m.device, "nbytes": m.nbytes}
+    d: dict[str, Any] = {"shape": list(m.shape), "dtype": m.dtype, "device": m.device, "nbytes": m.nbytes}
+    if m.dims is not None:  # written only when a size is symbolic: other traces' bytes stay as they were
+        d["dims"] = list(m.dims)
+    return d
 
 
 def _call_to_dict(c: ModuleCall) -> dict[str, Any]:
@@ -520,6 +568,8 @@ def _node_to_dict(n: Node) -> dict[str, Any]:
         d["flops"] = n.flops
     if n.time_ms is not None:
         d["time_ms"] = n.time_ms
+    if n.values:
+        d["values"] = [stats_to_dict(v) for v in n.values]
     return d
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from torchvista_dash.model.costs import METRICS
+from torchvista_dash.model.metrics import get_metric, metric_names
 
 ThemeName = Literal["light", "dark"]
 Rankdir = Literal["TB", "LR", "BT", "RL"]
@@ -21,10 +21,11 @@ THEMES: tuple[ThemeName, ...] = ("light", "dark")
 ReachMode = Literal["step", "up", "down", "all"]
 # what a selection lights: one step each way, everything upstream, everything downstream, both
 REACH_MODES: tuple[ReachMode, ...] = ("step", "up", "down", "all")
-COLOR_BY: tuple[str, ...] = tuple(METRICS)  # what boxes can be coloured by
+COLOR_BY: tuple[str, ...] = metric_names()  # what boxes can be coloured by (the metric registry's, at import)
 RANKDIRS: tuple[Rankdir, ...] = ("TB", "LR", "BT", "RL")
-# boxes; over it a view collapses its deepest open calls. A guard only: the layout goes module by module
-# (layout.compose), so a view the user asks for is the view drawn (Llama-3-70B every op: 5,400 boxes, seconds)
+# The most boxes a view draws; over it a view collapses its deepest open calls. A guard only: the layout goes
+# module by module (layout.composed.compose), so a view the user asks for is the view drawn (Llama-3-70B every
+# op, 5,400 boxes, lays out in under a second: bench/bench_layout_scale.py)
 DEFAULT_NODE_BUDGET = 50_000
 EVERYTHING = -1  # the depth control's and the CLI's "every op" (depth=None)
 
@@ -33,8 +34,7 @@ def depth_from_text(value: object) -> int | None:
     """A depth as a user writes it (CLI, URL query, the app's dropdown) → ``ViewOptions.depth``.
 
     ``-1``, ``"all"``, ``"none"`` and ``None`` mean everything open (``None``); anything else must be an int ≥
-    0.
-    This is the one place that translates "-1 means everything".
+    0. This is the one place that translates "-1 means everything".
     """
     if value is None:
         return None
@@ -141,7 +141,7 @@ class DrawOptions:
     highlight: str | None = None  # a visible id outlined (a search hit)
     labels: bool | None = None  # text labels (None/True: drawn as the zoom allows; False: none)
     details: bool | None = None  # shape lines and edge labels (None/True: as the zoom allows; False: none)
-    color_by: str | None = None  # colour boxes by a cost: "flops", "params", "bytes", "time" (costs.METRICS)
+    color_by: str | None = None  # colour boxes by a metric: "flops", "params", "bytes", "time" (metrics.py)
     # a visible id whose inputs and outputs are lit, the rest dimmed (view/reach.py): how far (``reach``), or
     # every path between it and ``path_to``
     selected: str | None = None
@@ -151,7 +151,7 @@ class DrawOptions:
     def __post_init__(self) -> None:
         _choice("theme", self.theme, THEMES)
         if self.color_by is not None:
-            _choice("color_by", self.color_by, COLOR_BY)
+            get_metric(self.color_by)  # a clear error naming the metrics
         _choice("rankdir", self.rankdir, RANKDIRS)
         for name in ("highlight", "selected", "path_to"):
             value = getattr(self, name)

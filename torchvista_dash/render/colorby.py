@@ -1,10 +1,11 @@
-"""Colour by cost: each box filled by its FLOPs, parameters, output bytes or time, with a colour bar.
+"""Colour by a metric (``model/metrics.py``: FLOPs, parameters, output bytes, time, ...), with a colour bar.
 
-A collapsed call is coloured by its totals (every op inside it), a folded run by the run's total, an op by
-its own cost. Costs span orders of magnitude (an embedding lookup next to an MLP), so the scale is
-logarithmic, in a few steps (one filled trace per step keeps the picture a handful of traces); boxes that
-cost nothing are drawn neutral so the heavy ones stand out. Hover gives the value and its share of the
-model's total.
+A collapsed call is coloured by its inside combined as the metric says (a cost's total, a statistic's
+worst), a folded run by its members', an op by its own value. Costs span orders of magnitude (an embedding
+lookup next to an MLP), so their scale is logarithmic (a bounded metric's is linear), in a few steps (one
+filled trace per step keeps the picture a handful of traces); boxes whose value is 0 are drawn neutral so
+the heavy ones stand out. Hover gives the value and, for a metric that adds up, its share of the model's
+total.
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ from typing import Any
 
 from plotly.colors import sample_colorscale
 
-from torchvista_dash.model.costs import METRIC_LABELS as LABELS
-from torchvista_dash.model.costs import METRICS, Costs, check_metric, costs_of, human
 from torchvista_dash.model.graph import Graph
+from torchvista_dash.model.metrics import MetricValues, check_metric, get_metric, human, values_of
 from torchvista_dash.render.hover import esc
 from torchvista_dash.render.paint import BoxPaint, Paint
 from torchvista_dash.view.types import VisibleGraph, VisibleNode
@@ -43,59 +43,107 @@ def _text_on(rgb: str) -> str:
     return "#1b1b1b" if lum > 140 else "#ffffff"
 
 
-def box_value(costs: Costs, graph: Graph, vn: VisibleNode, metric: str) -> float | None:
-    """The cost a visible box stands for: an op's own, a collapsed call's total, a folded run's total."""
+def box_value(values: MetricValues, graph: Graph, vn: VisibleNode) -> float | None:
+    """The value a visible box stands for: an op's own, a collapsed call's (its inside combined as the metric
+    says), a folded run's (its members'); a grouped input or output has none."""
     node = graph.node_by_id.get(vn.id)
     if node is not None:
-        if node.kind == "op" or (metric == "params" and node.kind == "parameter"):
-            return costs.of_node(node, metric)
-        return None
+        return values.node.get(node.id)
     if vn.kind in ("module", "folded"):
-        return costs.of_calls(vn.members or (vn.id,), metric)
+        return values.of_calls(vn.members or (vn.id,))
     return None
 
 
 def colour_paint(graph: Graph, vg: VisibleGraph, metric: str, theme: str = "light") -> Paint:
-    """The Paint that colours ``vg``'s boxes by ``metric`` (flops, params, bytes, time), plus its colour
+    """The Paint that colours ``vg``'s boxes by ``metric`` (a name in ``metrics.REGISTRY``), plus its colour
     bar."""
-    check_metric(graph, metric)
-    costs = costs_of(graph)
-    total = costs.model_total(metric) or 0.0
-    values = {vn.id: box_value(costs, graph, vn, metric) for vn in vg.nodes}
+    spec = check_metric(graph, metric)
+    values_all = values_of(graph, metric)
+    total = (values_all.total or 0.0) if spec.share else 0.0
+    values = {vn.id: box_value(values_all, graph, vn) for vn in vg.nodes}
     positive = [v for v in values.values() if v is not None and v > 0]
     colours = step_colours()
     neutral = _NEUTRAL.get(theme, _NEUTRAL["light"])
-    lo = math.log10(min(positive)) if positive else 0.0
-    hi = math.log10(max(positive)) if positive else 1.0
-    if hi - lo < 1e-9:
-        lo -= 1.0
+    lo, hi = _scale_ends(positive, spec.scale)
     boxes: dict[str, BoxPaint] = {}
     hover: dict[str, str] = {}
-    name = LABELS[metric]
+    name = spec.label
     for vid, v in values.items():
         if v is None:
             continue
         if v > 0:
-            k = round((math.log10(v) - lo) / (hi - lo) * (STEPS - 1))
-            c = colours[max(0, min(STEPS - 1, k))]
+            c = colours[_step(v, lo, hi, spec.scale)]
             boxes[vid] = BoxPaint(c, c, _text_on(c))
         else:
             boxes[vid] = neutral
         hover[vid] = _share_line(name, v, total, metric)
-    for cl in vg.clusters:  # an expanded call: its total in the header's hover
-        v = costs.of_calls((cl.id,), metric)
+    for cl in vg.clusters:  # an expanded call: its value in the header's hover
+        v = values_all.call.get(cl.id)
         if v is not None:
             hover[cl.id] = _share_line(name, v, total, metric)
-    extra = (_colour_bar(vg, lo, hi, metric, colours),) if positive and vg.nodes else ()
-    widths = edge_widths(vg) if metric == "bytes" else {}
+    extra = (_colour_bar(lo, hi, metric, colours, spec.scale, spec.levels),) if positive and vg.nodes else ()
+    widths = edge_widths(vg) if spec.edge_widths else {}
     return Paint(
         boxes=boxes,
         hover=hover,
         extra=extra,
         edge_widths=widths,
         title=f"coloured by {name}",
-        legend=_legend(lo, hi, metric, colours, neutral, positive, values),
+        legend=(
+            _level_legend(spec.levels, lo, hi, metric, colours, neutral, values)
+            if spec.levels
+            else _legend(lo, hi, metric, colours, neutral, positive, values, spec.scale)
+        ),
     )
+
+
+def _step(v: float, lo: float, hi: float, scale: str) -> int:
+    """The colour step of a positive value."""
+    return max(0, min(STEPS - 1, round((_at(v, scale) - lo) / (hi - lo) * (STEPS - 1))))
+
+
+def _level_legend(
+    levels: tuple[float, ...],
+    lo: float,
+    hi: float,
+    metric: str,
+    colours: list[str],
+    neutral: BoxPaint,
+    values: dict[str, float | None],
+) -> tuple[tuple[BoxPaint, str], ...]:
+    """The key of a metric with a few named levels (NaN/Inf: first, downstream, finite): the levels shown."""
+    shown = set(values.values())
+    out = []
+    for level in sorted(levels, reverse=True):
+        if level not in shown:
+            continue
+        paint = neutral
+        if level > 0:
+            c = colours[_step(level, lo, hi, "linear")]
+            paint = BoxPaint(c, c, _text_on(c))
+        out.append((paint, human(level, metric)))
+    return tuple(out)
+
+
+def _at(v: float, scale: str) -> float:
+    """Where a value sits on the colour scale: its log10 on a log scale, itself on a linear one."""
+    return math.log10(v) if scale == "log" else v
+
+
+def _from(x: float, scale: str) -> float:
+    return 10**x if scale == "log" else x
+
+
+def _scale_ends(positive: list[float], scale: str) -> tuple[float, float]:
+    """The colour scale's two ends: the smallest and the largest positive value (a linear scale starts at 0);
+    never equal, so every value has a step."""
+    if not positive:
+        return 0.0, 1.0
+    lo = _at(min(positive), scale) if scale == "log" else 0.0
+    hi = _at(max(positive), scale)
+    if hi - lo < 1e-9:
+        lo -= 1.0 if scale == "log" else max(abs(hi), 1.0)
+    return lo, hi
 
 
 def edge_widths(vg: VisibleGraph) -> dict[tuple[str, str], float]:
@@ -121,6 +169,7 @@ def _legend(
     neutral: BoxPaint,
     positive: list[float],
     values: dict[str, float | None],
+    scale: str = "log",
 ) -> tuple[tuple[BoxPaint, str], ...]:
     """The static picture's key: each step's colour with the value at its centre (the top one is the largest
     box's value, the bottom one the smallest's unless every box costs the same), then the neutral colour if
@@ -130,7 +179,7 @@ def _legend(
     k_max = STEPS - 1
     out = []
     for k in range(k_max, -1, -1):
-        v = max(positive) if k == k_max else 10 ** (lo + (hi - lo) * k / k_max)
+        v = max(positive) if k == k_max else _from(lo + (hi - lo) * k / k_max, scale)
         c = colours[k]
         out.append((BoxPaint(c, c, _text_on(c)), human(v, metric)))
     if any(v == 0 for v in values.values()):
@@ -145,13 +194,21 @@ def _share_line(name: str, v: float | None, total: float, metric: str) -> str:
     return f"<b>{esc(name)}:</b> {esc(human(v, metric))}{share}"
 
 
-def _colour_bar(vg: VisibleGraph, lo: float, hi: float, metric: str, colours: list[str]) -> dict[str, Any]:
-    """An invisible marker trace whose only job is to show the colour bar (log ticks, human units)."""
-    first = math.floor(lo)
-    ticks = [p for p in range(first, math.ceil(hi) + 1) if lo - 1e-9 <= p <= hi + 1e-9]
+def _colour_bar(
+    lo: float, hi: float, metric: str, colours: list[str], scale: str = "log", levels: tuple[float, ...] = ()
+) -> dict[str, Any]:
+    """An invisible marker trace whose only job is to show the colour bar (log ticks at powers of ten, five
+    linear ones, or a metric's named levels; human units)."""
+    ticks: list[float]
+    if levels:
+        ticks = [v for v in levels if lo - 1e-9 <= v <= hi + 1e-9]
+    elif scale == "log":
+        ticks = [p for p in range(math.floor(lo), math.ceil(hi) + 1) if lo - 1e-9 <= p <= hi + 1e-9]
+    else:
+        ticks = [lo + (hi - lo) * i / 4 for i in range(5)]
     if len(ticks) < 2:
         ticks = [lo, hi]
-    scale = [[i / (len(colours) - 1), c] for i, c in enumerate(colours)]
+    steps = [[i / (len(colours) - 1), c] for i, c in enumerate(colours)]
     return {
         "type": "scatter",
         "name": "colorbar",
@@ -164,16 +221,16 @@ def _colour_bar(vg: VisibleGraph, lo: float, hi: float, metric: str, colours: li
             "color": [lo],
             "cmin": lo,
             "cmax": hi,
-            "colorscale": scale,
+            "colorscale": steps,
             "showscale": True,
             "size": 1,
             "opacity": 0,
             "colorbar": {
-                "title": {"text": LABELS[metric], "side": "right"},
+                "title": {"text": get_metric(metric).label, "side": "right"},
                 "thickness": 12,
                 "len": 0.6,
                 "tickvals": ticks,
-                "ticktext": [human(10**t, metric) for t in ticks],
+                "ticktext": [human(_from(t, scale), metric) for t in ticks],
                 "x": 1.0,
                 "xanchor": "right",
                 "y": 0.5,
@@ -183,4 +240,4 @@ def _colour_bar(vg: VisibleGraph, lo: float, hi: float, metric: str, colours: li
     }
 
 
-__all__ = ["LABELS", "METRICS", "box_value", "colour_paint", "edge_widths", "step_colours"]
+__all__ = ["box_value", "colour_paint", "edge_widths", "step_colours"]

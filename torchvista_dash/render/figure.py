@@ -1,21 +1,17 @@
 """Layout → plotly Figure: the view drawn as one SVG picture, under an invisible layer of click and hover
 targets.
 
-Why a picture (measured in bench/bench_zoom.py, see the README): plotly draws text at a fixed pixel size and
-re-lays every text element on each zoom; on views of hundreds of boxes that made text either unreadable or
-spilling, and each zoom slow. The picture (``picture.py``) is plotly layout images in data coordinates (tiles
-of
-a big view, ``tiles.py``), so the browser scales boxes, edges and text together, and their own CSS drops
-detail
-as the user zooms out. No server round trip on zoom, no JavaScript.
+Why a picture (bench/bench_render.py measures it against plotly text re-sized per zoom): plotly draws text at
+a fixed pixel size and re-lays every text element on each zoom; on views of hundreds of boxes that makes text
+either unreadable or spilling, and each zoom slow. The picture (``svg/picture.py``) is plotly layout images in
+data coordinates (tiles of a big view, ``svg/tiles.py``), so the browser scales boxes, edges and text
+together, and their own CSS drops detail as the user zooms out. No server round trip on zoom, no JavaScript.
 
 On top, in the same coordinates, plotly holds what must react (the hit layer, ``hits.py``; this figure has
-every
-bar, the app sends only those near the viewport):
+every bar, the app sends only those near the viewport):
 
 - ``nodes:labels``: one invisible bar per box, exactly the box (x centre, width, base, height): a click or
-hover
-  anywhere inside a box, corners included, is that box. ``customdata`` is the visible id (graph node id,
+  hover anywhere inside a box, corners included, is that box. ``customdata`` is the visible id (graph node id,
   ModuleCall id of a collapsed module, ``fold:...`` id of a folded group); ``hovertext`` its details.
 - ``clusters:headers``: one invisible bar per expanded cluster over its whole header row (the ⊖ mark and the
   header text): a click there closes it; the hover shows the whole header, also when the drawn one is
@@ -24,8 +20,7 @@ hover
 
 Boxes never overlap and header rows lie above their cluster's contents, so every point has at most one target.
 Coordinates are Graphviz points (y up): axis ranges, ``relayoutData`` and the app's viewport shifts all speak
-the
-layout's units. Equal aspect: ``yaxis.scaleanchor = "x"``.
+the layout's units. Equal aspect: ``yaxis.scaleanchor = "x"``.
 """
 
 from __future__ import annotations
@@ -37,105 +32,31 @@ from typing import Any
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from torchvista_dash.layout.types import Box, Layout
+from torchvista_dash.layout.types import Box, Layout, check_drawable
 from torchvista_dash.model.graph import Graph
 from torchvista_dash.render import hits, shapes
 from torchvista_dash.render.hover import HoverIndex, esc
 from torchvista_dash.render.paint import Paint, with_sublabels
 from torchvista_dash.render.style import Theme, get_theme
 from torchvista_dash.render.svg import picture
+from torchvista_dash.render.viewport import NOMINAL_PLOT_PX, PAD, READABLE_SCALE, fit_scale, start_window
 from torchvista_dash.view.types import VisibleGraph
 
 # Constant uirevision: Dash keeps the user's zoom across figure updates while it stays the same.
 # The app sets ``fig.layout.uirevision`` to something else when it wants the new ranges applied.
 UIREVISION = "torchvista_dash"
 
-NOMINAL_PLOT_PX = (1100.0, 700.0)
-LABEL_PT = picture.LABEL_PT  # the font size (points) boxes are sized for by the layout
-PAD = 12.0  # points around the graph in the initial view
 FAILED_WINDOW = (900.0, 600.0)  # points shown around the failing op in a failed trace's initial view
-# px per point a too-big view starts at: op names and shape lines drawn, also in a plot somewhat smaller than
-# the nominal one
-START_SCALE = picture.LOD_SCALE["s"] * 1.15
-# px per point from which a view counts as readable (op names drawn) at the nominal plot size: a notch above
-# the
-# level of detail's threshold, since real plots are smaller (about 1000 x 650 px in a 1400 x 900 window with
-# the
-# details panel, 950 x 550 on a 1366 x 768 laptop): at the bare threshold CLIP's default view showed no text
-READABLE_SCALE = picture.LOD_SCALE["o"] * 1.15
-# points per side of the picture's tiles (render/tiles.py; chosen by bench/bench_zoom_parts.py, see the
-# README)
+# points per side of the picture's tiles (render/svg/tiles.py; the fastest zoom step of the sizes
+# bench/bench_zoom_parts.py compares)
 TILE_PT = 1200.0
 SCROLL_CONFIG = {"scrollZoom": True, "displaylogo": False, "doubleClick": "reset"}
 
 
-def _bounds(layout: Layout) -> Box:
-    return picture.extent(layout, 0.0)
-
-
-def fit_scale(bounds: Box) -> float:
-    """Pixels per point when ``bounds`` (plus padding) fills the nominal plot area."""
-    w = max(bounds[2] - bounds[0] + 2 * PAD, 1.0)
-    h = max(bounds[3] - bounds[1] + 2 * PAD, 1.0)
-    return min(NOMINAL_PLOT_PX[0] / w, NOMINAL_PLOT_PX[1] / h)
-
-
-def start_window(layout: Layout, bounds: Box | None = None) -> Box | None:
-    """Where a view too big to read when fitted starts: a window on its first rank (top in TB, left in LR) at
-    a
-    scale where op names and shape lines are drawn, fitted across the ranks when that still reads, else
-    centred
-    on the first rank's first box. ``None`` when the whole view fits the plot readably (then it starts whole).
-
-    A 32-layer every-op view fitted whole is a few pixels per box and shows no text at all; users of map-like
-    viewers expect to start readable and pan, with "fit to screen" one click away."""
-    bounds = _bounds(layout) if bounds is None else bounds  # the drawing's extent, when the caller has it
-    if not layout.nodes or fit_scale(bounds) >= READABLE_SCALE:
-        return None
-    down = layout.rankdir in ("TB", "BT")
-    x0, y0, x1, y1 = bounds[0] - PAD, bounds[1] - PAD, bounds[2] + PAD, bounds[3] + PAD
-    across_px, across = (NOMINAL_PLOT_PX[0], x1 - x0) if down else (NOMINAL_PLOT_PX[1], y1 - y0)
-    scale = max(START_SCALE, min(across_px / max(across, 1.0), 1.0))
-    w, h = NOMINAL_PLOT_PX[0] / scale, NOMINAL_PLOT_PX[1] / scale
-    first = {"TB": lambda b: -b[3], "BT": lambda b: b[1], "LR": lambda b: b[0], "RL": lambda b: -b[2]}[
-        layout.rankdir
-    ]
-    fb = min(layout.nodes.values(), key=lambda b: (first(b), b[0], b[1]))
-    cx, cy = (fb[0] + fb[2]) / 2, (fb[1] + fb[3]) / 2
-
-    def place(lo: float, hi: float, size: float, centre: float, start: float | None) -> tuple[float, float]:
-        if size >= hi - lo:  # the whole extent fits this way: centre it
-            mid = (lo + hi) / 2
-            return mid - size / 2, mid + size / 2
-        a = start if start is not None else min(max(centre - size / 2, lo), hi - size)
-        return a, a + size
-
-    rd = layout.rankdir
-    wx = place(x0, x1, w, cx, {"LR": x0, "RL": x1 - w}.get(rd))
-    wy = place(y0, y1, h, cy, {"TB": y1 - h, "BT": y0}.get(rd))
-    return (round(wx[0], 1), round(wy[0], 1), round(wx[1], 1), round(wy[1], 1))
-
-
-def _check(vg: VisibleGraph, layout: Layout, highlight: str | None) -> None:
-    missing = [n.id for n in vg.nodes if n.id not in layout.nodes]
-    missing += [c.id for c in vg.clusters if c.id not in layout.clusters]
-    if missing:
-        raise ValueError(
-            f"the layout does not match the view: no box for {', '.join(missing[:5])}"
-            f"{' …' if len(missing) > 5 else ''}; lay out this same view (layout_view(vg)) before drawing it"
-        )
-    if highlight is not None and highlight not in layout.nodes and highlight not in layout.clusters:
-        raise ValueError(
-            f"highlight={highlight!r} is not drawn in this view; pass the id of a visible node "
-            "or expanded module (a search result inside a collapsed module: highlight that module)"
-        )
-
-
 def _initial_ranges(graph: Graph, vg: VisibleGraph, layout: Layout, bounds: Box) -> tuple[list, list]:
     """The whole graph, or ``start_window`` when it does not read whole; for a failed trace, a window centred
-    on
-    the failing op (or the box that holds it): the smallest one that still shows the whole graph if its labels
-    stay drawn, else ``FAILED_WINDOW``."""
+    on the failing op (or the box that holds it): the smallest one that still shows the whole graph if its
+    labels stay drawn, else ``FAILED_WINDOW``."""
     x0, y0, x1, y1 = bounds
     xr, yr = [x0 - PAD, x1 + PAD], [y0 - PAD, y1 + PAD]
     failed = [n.id for n in vg.nodes if n.failed]
@@ -202,23 +123,22 @@ def figure_dict(
     picture_source: Callable[[str], str] = picture.data_uri,
 ) -> dict[str, Any]:
     """``make_figure``'s figure as plain JSON-able dicts (``{"data", "layout"}``), not validated: what the app
-    sends (building and validating a ``go.Figure`` of an 80-layer view, then reading it back as dicts, cost
-    the
-    app's cold first figure about 1.9 s).
+    sends (building and validating a ``go.Figure`` of an 80-layer view, then reading it back as dicts, costs
+    a cold first figure about a second more; bench/bench_figure_build.py compares the two).
 
     ``highlight`` outlines one visible node or expanded cluster (a search hit). ``labels=False`` draws no text
     and ``details=False`` no shape lines or edge labels (default for both: drawn, as the zoom allows; hover
     shows them either way). ``paint`` (paint.py) recolours boxes, adds hover lines and a colour bar: colour by
-    cost, a diff. ``tile``: the picture is cut into images about this many points square (render/tiles.py:
+    cost, a diff. ``tile``: the picture is cut into images about this many points square (render/svg/tiles.py:
     a zoom step then costs the browser only the images on screen); None: one image. ``picture_source``: what
     each image's ``source`` is made from its SVG text (default: a self-contained data URI; the app stores
     the SVG and serves it by URL instead, without encoding it first).
     """
     th: Theme = get_theme(theme)
-    _check(vg, layout, highlight)
+    check_drawable(vg, layout, highlight)
     paint = paint or Paint()
     vg = with_sublabels(vg, paint)
-    bounds = _bounds(layout)
+    bounds = picture.extent(layout, 0.0)
     ext = picture.canvas_extent(layout, PAD, NOMINAL_PLOT_PX[0] / NOMINAL_PLOT_PX[1])
     xr, yr = _initial_ranges(graph, vg, layout, bounds)
     show_labels = labels is not False

@@ -1,12 +1,11 @@
 """The hit layer: invisible bars over every box and header row (clicks and hover anywhere on them), and the
-part
-of it worth sending for one viewport.
+part of it worth sending for one viewport.
 
-Plotly redraws every bar at every relayout, on screen or not (measured: 342 ms of a 352 ms zoom step at 5,600
-boxes, ``bench/bench_zoom_parts.py``). A figure with a server behind it (the app) therefore carries only the
-bars near the viewport that are drawn big enough to click (``cull``), and gets the bars of a new viewport when
-the user zooms or pans far (app/hitlayer.py). A figure without a server (exports, ``Trace.figure()``) keeps
-every bar (``hit_traces``).
+Plotly redraws every bar at every relayout, on screen or not: at thousands of boxes that is most of a zoom
+step (``bench/bench_zoom_parts.py``, column "hit bars only"). A figure with a server behind it (the app)
+therefore carries only the bars near the viewport that are drawn big enough to click (``cull``), and gets the
+bars of a new viewport when the user zooms or pans far (app/actions/hitlayer.py). A figure without a server
+(exports, ``Trace.figure()``) keeps every bar (``hit_traces``).
 
 Both work on the figure's plain trace dicts, so the app culls a cached figure's JSON without plotly objects.
 """
@@ -105,16 +104,13 @@ def cull(
     data: list[dict[str, Any]], view: Box, floor: float, cap: int, pads: tuple[float, ...] = (1.0, 0.25)
 ) -> tuple[list[dict[str, Any]], Box, float, bool]:
     """The hit traces of ``data`` cut down to the bars that overlap ``view`` widened by ``pads[0]`` viewports
-    on
-    each side and whose shorter side is at least ``floor`` points: (new data, the window they cover, the floor
-    kept, whether ``cap`` cut them).
+    on each side and whose shorter side is at least ``floor`` points: (new data, the window they cover, the
+    floor kept, whether ``cap`` cut them).
 
     At most ``cap`` bars: past it the window narrows to the next of ``pads``, then the floor rises (the
-    biggest
-    bars stay; bars tied at the cut all go). So whatever the view's size the bars sent are bounded, and what
-    they
-    cover is always "every bar overlapping the window whose shorter side is at least the floor kept". Other
-    traces are returned as they are.
+    biggest bars stay; bars tied at the cut all go). So whatever the view's size the bars sent are bounded,
+    and what they cover is always "every bar overlapping the window whose shorter side is at least the floor
+    kept". Other traces are returned as they are.
     """
     vx0, vy0, vx1, vy1 = view
     w, h = vx1 - vx0, vy1 - vy0

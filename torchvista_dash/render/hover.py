@@ -11,6 +11,7 @@ import textwrap
 from collections.abc import Iterable
 
 from torchvista_dash.model.graph import Graph, ModuleCall, Node, TensorMeta, meta_text, numel, shown_args
+from torchvista_dash.model.values import ValueStats, describe, tensor_values
 from torchvista_dash.view.types import Cluster, VisibleEdge, VisibleGraph, VisibleNode
 
 MAX_LINE = 90
@@ -41,6 +42,20 @@ def _metas(metas: Iterable[TensorMeta], limit: int = 4) -> str:
     return esc(", ".join(items)) if items else "—"
 
 
+def _value_lines(
+    stats: Iterable[ValueStats | None], metas: Iterable[TensorMeta], limit: int = 2
+) -> list[str]:
+    """A value trace's summary of each output (the first ``limit``), one line each."""
+    rows = list(zip(stats, metas, strict=False))
+    lines = [
+        f"values{f' [{k}]' if len(rows) > 1 else ''}: {esc(describe(s, m.device))}"
+        for k, (s, m) in enumerate(rows[:limit])
+    ]
+    if len(rows) > limit:
+        lines.append(f"values: … (+{len(rows) - limit} more outputs)")
+    return lines
+
+
 class HoverIndex:
     """Per-figure lookups (incoming tensors per node, parameter sizes) computed once."""
 
@@ -54,6 +69,7 @@ class HoverIndex:
         for ve in vg.edges:
             self.vin.setdefault(ve.dst, []).append(ve)
             self.vout.setdefault(ve.src, []).append(ve)
+        self.values = tensor_values(graph) if "values" in graph.measured else None
         self.param_numel: dict[str, int] = {}
         for c in graph.module_calls:
             for p in c.params:
@@ -91,6 +107,8 @@ class HoverIndex:
         if node.kind not in ("input", "parameter", "constant"):
             lines.append("inputs: " + _metas(self.inputs.get(node.id, [])))
         lines.append("outputs: " + _metas(node.outputs))
+        if self.values is not None and node.kind != "parameter":
+            lines += _value_lines(node.values or (None,) * len(node.outputs), node.outputs)
         if node.params:
             count = sum(self.param_numel.get(p, 0) for p in node.params)
             names = ", ".join(node.params[:4]) + (" …" if len(node.params) > 4 else "")
@@ -109,8 +127,12 @@ class HoverIndex:
 
     def _edge_lines(self, vn_id: str) -> list[str]:
         ins = [ve.meta for ve in self.vin.get(vn_id, [])]
-        outs = [ve.meta for ve in self.vout.get(vn_id, [])]
-        return ["inputs: " + _metas(ins), "outputs: " + _metas(outs)]
+        out_edges = self.vout.get(vn_id, [])
+        lines = ["inputs: " + _metas(ins), "outputs: " + _metas([ve.meta for ve in out_edges])]
+        if self.values is not None and out_edges:
+            values = self.values
+            lines += _value_lines([values.get(ve.tensor) for ve in out_edges], [ve.meta for ve in out_edges])
+        return lines
 
     def _module_text(self, vn: VisibleNode) -> str:
         call = self._call_of(vn.members[0] if vn.members else vn.id)

@@ -1,15 +1,12 @@
 """The picture's text: how big each kind of label is, where the level of detail drops it, how it is shortened
-to
-its room, and which labels are drawn at all so that none covers another, a box or a header.
+to its room, and which labels are drawn at all so that none covers another, a box or a header.
 
 Box labels and headers are shortened with "…" to the room the layout sized for (``fit_text``, the layout's own
 glyph estimate). Edge labels keep Graphviz's place, and one that would cover a box, a header or an earlier
-edge
-label is left out (``edge_labels``: Graphviz can set two edges' labels on top of each other). Zoomed out,
+edge label is left out (``edge_labels``: Graphviz can set two edges' labels on top of each other). Zoomed out,
 map-style overview labels name the modules (``place_overview``): per band of zoom, a closed module's name
-inside
-its box, an open one's on the highest of its rows free of boxes, inner clusters and names placed before, else
-just above it, else level with its top beside it or beside its parent, else not at all.
+inside its box, an open one's on the highest of its rows free of boxes, inner clusters and names placed
+before, else just above it, else level with its top beside it or beside its parent, else not at all.
 """
 
 from __future__ import annotations
@@ -18,26 +15,20 @@ import html
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from torchvista_dash.layout.single.dot import CHAR_WIDTH
+from torchvista_dash.layout.textmetrics import CHAR_EM, EDGE_PT, HEADER_PT
 from torchvista_dash.layout.types import Box, EdgePath, Layout
 from torchvista_dash.render.style import CLOSE_MARK
 from torchvista_dash.view.types import VisibleGraph
 
-FONT_FAMILY = "Helvetica, Arial, 'Liberation Sans', 'DejaVu Sans', sans-serif"
-LABEL_PT = 11.0  # the layout sizes boxes for labels at this size (layout/dot.py FONT_SIZE)
-SUB_PT = 9.0
-HEADER_PT = 10.0  # the layout reserves cluster headers for this size
-EDGE_PT = 8.0
-CHAR_EM = CHAR_WIDTH  # the layout's glyph width estimate (em): text is shortened to the room it sized for
+# Text sizes and the glyph estimate are the layout's (layout/textmetrics.py): text is shortened to the room
+# the layout sized for it.
 TEXT_PAD = 4.0  # points kept free on each side of a label inside its box
 HEADER_INSET = 6.0  # header text: points right of the cluster's left edge
 HEADER_BASE = 13.0  # header baseline: points below the cluster's top edge
 
 # Level of detail: the smallest scale (px per point) at which each class of text is drawn, chosen by its size
-# on
-# screen: shape lines (9 pt) from about 7 px, op names (11 pt) from 8 px, module names and headers (10 pt)
-# from
-# 7 px; smaller text is not readable, so it is not drawn. Below that, overview labels take over
+# on screen: shape lines (9 pt) from about 7 px, op names (11 pt) from 8 px, module names and headers (10 pt)
+# from 7 px; smaller text is not readable, so it is not drawn. Below that, overview labels take over
 # (``overview``).
 LOD_SCALE: dict[str, float] = {"s": 0.8, "o": 0.72, "m": 0.7}  # shape lines + edge labels, op names, modules
 OVERVIEW_PX = 11.0  # an overview label's size on screen at the low end of its band (up to √2 times that)
@@ -132,8 +123,7 @@ def edge_labels(
     edges: Iterable[EdgePath], nodes: Boxes, headers: Iterable[Box]
 ) -> list[tuple[Box, EdgePath]]:
     """The edge labels drawn, each with where it lies: in layout order, those that cover no box (``nodes``),
-    no
-    header and no edge label drawn before them."""
+    no header and no edge label drawn before them."""
     taken = Boxes(40.0, headers)
     out: list[tuple[Box, EdgePath]] = []
     for ed in edges:
@@ -231,13 +221,12 @@ def place_overview(
     which its labels are drawn.
 
     Per band of zoom (each √2 wide, from the module-name threshold down), the modules that have room for a
-    name
-    at ``OVERVIEW_PX``–√2× that on screen, shallow ones first, the longest form that fits: a closed module box
-    holds its name inside itself; an open cluster's name goes on the highest of its rows free of boxes, of the
-    clusters inside it and of the names already placed, else just above the cluster (within its parent), else
-    level with its top right of it or right of its parent, clear of other clusters, else nowhere. Each place
-    is
-    tried with every form of the name before the next place. A module smaller than its name is not named."""
+    name at ``OVERVIEW_PX``–√2× that on screen, shallow ones first, the longest form that fits: a closed
+    module box holds its name inside itself; an open cluster's name goes on the highest of its rows free of
+    boxes, of the clusters inside it and of the names already placed, else just above the cluster (within its
+    parent), else level with its top right of it or right of its parent, clear of other clusters, else
+    nowhere. Each place is tried with every form of the name before the next place. A module smaller than its
+    name is not named."""
     w, h = ext[2] - ext[0], ext[3] - ext[1]
     bands = overview_bands(w, h)
     if not bands:
@@ -245,8 +234,7 @@ def place_overview(
     labels = {c.id: c.label for c in vg.clusters}
     depth = cluster_depths(vg, layout)
     # what lies directly in each cluster (None: on the canvas): everything deeper lies in one of those
-    # clusters,
-    # so a name clear of these is clear of every box and cluster there
+    # clusters, so a name clear of these is clear of every box and cluster there
     lists: dict[str | None, list[Box]] = {}
     for vid, box in (*layout.nodes.items(), *layout.clusters.items()):
         par = layout.parent.get(vid)
@@ -392,8 +380,7 @@ def _outside(
 
 def _fits(rect: Box, within: Box, inside: Boxes | _Few, own: Box, m: float) -> bool:
     """A name set at ``rect`` for the region ``own``, outside it: inside ``within``, clear of what lies
-    directly
-    in ``within`` (``inside``: boxes and clusters) but for what holds ``own``."""
+    directly in ``within`` (``inside``: boxes and clusters) but for what holds ``own``."""
     if (
         rect[0] < within[0] + m
         or rect[2] > within[2] - m

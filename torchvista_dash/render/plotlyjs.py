@@ -1,8 +1,8 @@
 """Which plotly.js our own pages load: plotly's scatter-only "basic" bundle when it is installed.
 
 We draw nothing but ``scatter`` traces, and parsing the full 4.8 MB plotly.js is most of a page's
-first draw. Measured in headless Chromium on the GPT demo's figure (median of 6): the full bundle drew
-in 1447 ms, plotly's own ``plotly.js-basic-dist-min`` (1.2 MB, same version) in 351 ms.
+first draw: plotly's own ``plotly.js-basic-dist-min`` (1.2 MB, same version) draws a figure several times
+sooner in headless Chromium (bench/bench_app.py and bench/bench_dash_floor.py load their pages with it).
 
 The bundle is plotly's own build, fetched from npm by ``make`` (``make plotly-basic``) at exactly the
 plotly.js version that the installed Python ``plotly`` ships, into ``render/assets/``; ``$TVD_PLOTLY_JS``

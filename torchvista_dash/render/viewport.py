@@ -1,6 +1,9 @@
-"""Where things are on screen: the axis ranges a view is shown at, kept steady across clicks and zooms.
+"""Where things are on screen: the axis ranges a view is shown at, how many pixels a point is drawn at
+there, and where a view starts; kept steady across clicks and zooms.
 
-Plain arithmetic on a Layout and plotly's relayout events, so keep-in-place is tested without a browser.
+Plain arithmetic on a Layout and plotly's relayout events, without Dash or plotly, so the figure, the app and
+the page's first picture share it and keep-in-place is tested without a browser. Dash does not send the plot's
+size in pixels: ``scale`` takes a plot of ``NOMINAL_PLOT_PX`` unless the caller knows better.
 """
 
 from __future__ import annotations
@@ -8,11 +11,72 @@ from __future__ import annotations
 from typing import Any
 
 from torchvista_dash.layout.types import Box, Layout
-from torchvista_dash.render.figure import start_window
+from torchvista_dash.render.svg.picture import LOD_SCALE, extent
 
 MARGIN = 20.0  # layout units around the picture when fitting to screen
+PAD = 12.0  # points around the graph in the initial view
+NOMINAL_PLOT_PX = (1100.0, 700.0)  # the plot's size (CSS px) assumed where the browser has not told it
+# px per point a too-big view starts at: op names and shape lines drawn, also in a plot somewhat smaller than
+# the nominal one
+START_SCALE = LOD_SCALE["s"] * 1.15
+# px per point from which a view counts as readable (op names drawn) at the nominal plot size: a notch above
+# the level of detail's threshold, since real plots are smaller (about 1000 x 650 px in a 1400 x 900 window
+# with the details panel, 950 x 550 on a 1366 x 768 laptop): at the bare threshold a view such as CLIP's
+# default one shows no text in them
+READABLE_SCALE = LOD_SCALE["o"] * 1.15
 
 Ranges = list[list[float]]  # [[x0, x1], [y0, y1]]
+
+
+def scale(ranges: Ranges, plot_px: tuple[float, float] = NOMINAL_PLOT_PX) -> float:
+    """Pixels per point when ``ranges`` fill a plot of ``plot_px`` (equal aspect: the tighter axis
+    decides)."""
+    return min(
+        plot_px[0] / max(ranges[0][1] - ranges[0][0], 1e-9),
+        plot_px[1] / max(ranges[1][1] - ranges[1][0], 1e-9),
+    )
+
+
+def fit_scale(bounds: Box) -> float:
+    """Pixels per point when ``bounds`` (plus ``PAD``) fills the nominal plot area."""
+    w = max(bounds[2] - bounds[0] + 2 * PAD, 1.0)
+    h = max(bounds[3] - bounds[1] + 2 * PAD, 1.0)
+    return scale([[0.0, w], [0.0, h]])
+
+
+def start_window(layout: Layout, bounds: Box | None = None) -> Box | None:
+    """Where a view too big to read when fitted starts: a window on its first rank (top in TB, left in LR) at
+    a scale where op names and shape lines are drawn, fitted across the ranks when that still reads, else
+    centred on the first rank's first box. ``None`` when the whole view fits the plot readably (then it starts
+    whole).
+
+    A 32-layer every-op view fitted whole is a few pixels per box and shows no text at all; users of map-like
+    viewers expect to start readable and pan, with "fit to screen" one click away."""
+    bounds = extent(layout, 0.0) if bounds is None else bounds  # the drawing's extent, when the caller has it
+    if not layout.nodes or fit_scale(bounds) >= READABLE_SCALE:
+        return None
+    down = layout.rankdir in ("TB", "BT")
+    x0, y0, x1, y1 = bounds[0] - PAD, bounds[1] - PAD, bounds[2] + PAD, bounds[3] + PAD
+    across_px, across = (NOMINAL_PLOT_PX[0], x1 - x0) if down else (NOMINAL_PLOT_PX[1], y1 - y0)
+    px = max(START_SCALE, min(across_px / max(across, 1.0), 1.0))
+    w, h = NOMINAL_PLOT_PX[0] / px, NOMINAL_PLOT_PX[1] / px
+    first = {"TB": lambda b: -b[3], "BT": lambda b: b[1], "LR": lambda b: b[0], "RL": lambda b: -b[2]}[
+        layout.rankdir
+    ]
+    fb = min(layout.nodes.values(), key=lambda b: (first(b), b[0], b[1]))
+    cx, cy = (fb[0] + fb[2]) / 2, (fb[1] + fb[3]) / 2
+
+    def place(lo: float, hi: float, size: float, centre: float, start: float | None) -> tuple[float, float]:
+        if size >= hi - lo:  # the whole extent fits this way: centre it
+            mid = (lo + hi) / 2
+            return mid - size / 2, mid + size / 2
+        a = start if start is not None else min(max(centre - size / 2, lo), hi - size)
+        return a, a + size
+
+    rd = layout.rankdir
+    wx = place(x0, x1, w, cx, {"LR": x0, "RL": x1 - w}.get(rd))
+    wy = place(y0, y1, h, cy, {"TB": y1 - h, "BT": y0}.get(rd))
+    return (round(wx[0], 1), round(wy[0], 1), round(wx[1], 1), round(wy[1], 1))
 
 
 def full_ranges(layout: Layout) -> Ranges:
@@ -21,7 +85,7 @@ def full_ranges(layout: Layout) -> Ranges:
 
 def start_ranges(layout: Layout) -> Ranges:
     """Where a new view starts: the whole graph, or for one too big to read whole, a readable window on its
-    first rank (``render.figure.start_window``); "fit to screen" still shows it whole (``full_ranges``)."""
+    first rank (``start_window``); "fit to screen" still shows it whole (``full_ranges``)."""
     win = start_window(layout)
     if win is None:
         return full_ranges(layout)

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from torchvista_dash.model.graph import Graph, ModuleCall, TensorMeta, shape_text
+from torchvista_dash.model.graph import Graph, ModuleCall, TensorMeta, tensor_shape_text
 from torchvista_dash.model.options import DEFAULT_NODE_BUDGET, EVERYTHING, ViewOptions, check_depth
 from torchvista_dash.view.iogroups import io_groups
 from torchvista_dash.view.repeats import FOLD_PREFIX, HIDDEN_KINDS, Index, index_of
@@ -34,8 +34,8 @@ __all__ = [
 
 
 # ---- specs -----------------------------------------------------------------------------------
-# built-in containers hold the model's own modules: depth opens them like the model's own (a torchvision-style
-# ResNet's layer1..layer4 are nn.Sequential: at depth 2 they had stayed closed, the view the same as depth 1)
+# Built-in containers hold the model's own modules: depth opens them like the model's own (a torchvision-style
+# ResNet's layer1..layer4 are nn.Sequential: kept closed, its depth-2 view would be its depth-1 view)
 CONTAINERS = frozenset({"Sequential"})
 
 
@@ -213,7 +213,11 @@ def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
             if gid in spec.expanded:
                 node_rep[n.id] = (n.id, None)
                 vis[n.id] = VisibleNode(
-                    n.id, n.kind, label_text(n.name), gid, sublabel=label_text(shape_text(n.outputs[0].shape))
+                    n.id,
+                    n.kind,
+                    label_text(n.name),
+                    gid,
+                    sublabel=label_text(tensor_shape_text(n.outputs[0])),
                 )
                 if gid not in open_io:
                     open_io.append(gid)
@@ -229,7 +233,7 @@ def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
             node_rep[n.id] = (n.id, None)
             if n.kind in HIDDEN_KINDS and not spec.show_params:
                 continue
-            sub = shape_text(n.outputs[0].shape) if n.outputs else ""
+            sub = tensor_shape_text(n.outputs[0]) if n.outputs else ""
             vis[n.id] = VisibleNode(
                 n.id,
                 n.kind,
@@ -298,7 +302,9 @@ def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
         for c in graph.module_calls
         if c.id in used
     ) + tuple(Cluster(g, label_text(io.groups[g].label), None) for g in open_io)
-    return VisibleGraph(nodes=tuple(vis.values()), edges=tuple(edges), clusters=clusters, spec=spec)
+    return VisibleGraph(
+        nodes=tuple(vis.values()), edges=tuple(edges), clusters=clusters, spec=spec, notes=graph.notes
+    )
 
 
 def _edge(src: str, dst: str, tensors: dict[str, TensorMeta]) -> VisibleEdge:
@@ -306,7 +312,7 @@ def _edge(src: str, dst: str, tensors: dict[str, TensorMeta]) -> VisibleEdge:
     several of one shape, or "n tensors"."""
     tensor, meta = next(iter(tensors.items()))
     shapes = {m.shape for m in tensors.values()}
-    text = shape_text(meta.shape)
+    text = tensor_shape_text(meta)
     if len(tensors) > 1:
         text = f"{text} ×{len(tensors)}" if len(shapes) == 1 and text else f"{len(tensors)} tensors"
     return VisibleEdge(

@@ -14,7 +14,7 @@ import re
 import weakref
 from dataclasses import dataclass
 
-from torchvista_dash.model.graph import Graph, shape_text
+from torchvista_dash.model.graph import Graph, tensor_shape_text
 from torchvista_dash.view.types import IO_PREFIX
 
 _ROOT = re.compile(r"^([^\[.]+)(.*)$")
@@ -84,7 +84,7 @@ def _analyse(graph: Graph) -> IOGroups:
 
 def _shape(node: object) -> str:
     outs = getattr(node, "outputs", ())
-    return shape_text(outs[0].shape) if outs else "scalar"
+    return tensor_shape_text(outs[0]) if outs else "scalar"
 
 
 def _summary(root: str, rests: list[str]) -> str:

@@ -1,12 +1,10 @@
 """A traced Graph as a ``networkx.MultiDiGraph``, for analysis with the networkx toolbox.
 
 ``depth=None`` gives every recorded node; ``depth=k`` opens the calls ``Trace.view(depth=k)`` opens (the
-view's
-own rule, ``view.make_spec``: a call of depth d is open iff d < k and it is not a built-in torch.nn module,
-except the model's root, which always opens), without folding repeats: every closed call becomes one node of
-kind
-``module`` and the edges that remain are the tensors crossing its boundary (one edge per tensor and
-endpoint pair). networkx is an optional extra (``pip install torchvista_dash[networkx]``).
+view's own rule, ``view.build.make_spec``: a call of depth d is open iff d < k and it is not a built-in
+torch.nn module, except the model's root, which always opens), without folding repeats: every closed call
+becomes one node of kind ``module`` and the edges that remain are the tensors crossing its boundary (one edge
+per tensor and endpoint pair). networkx is an optional extra (``pip install torchvista_dash[networkx]``).
 """
 
 from __future__ import annotations

@@ -17,10 +17,9 @@ MAX_LABEL_CHARS = 100  # a drawn label's length; longer names are cut with "…"
 
 def label_text(text: str) -> str:
     """What a box or edge shows of ``text``: non-printable characters (NUL, escapes, newlines, lone
-    surrogates)
-    as visible ``\\x..``/``\\u..`` escapes, at most MAX_LABEL_CHARS characters. Names come from untrusted
-    files: raw control characters broke Graphviz, and a 10,000-character label made a box wider than dot
-    allows."""
+    surrogates) as visible ``\\x..``/``\\u..`` escapes, at most MAX_LABEL_CHARS characters. Names come from
+    untrusted files: raw control characters broke Graphviz, and a 10,000-character label made a box wider than
+    dot allows."""
     text = printable(text)
     return text if len(text) <= MAX_LABEL_CHARS else text[: MAX_LABEL_CHARS - 1] + "…"
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from dash import html
 
+from torchvista_dash.app.actions.valuerows import node_value_rows, output_value_rows
 from torchvista_dash.app.traces import registry
 from torchvista_dash.model.costs import cost_lines, heaviest_children, human
 from torchvista_dash.model.graph import (
@@ -74,6 +75,12 @@ def _inside(trace_id: str) -> dict[str, frozenset[str]]:
 
 def call_io(trace_id: str, call_id: str) -> tuple[list[TensorMeta], list[TensorMeta]]:
     """Tensors entering and leaving a module call (one per value, in graph order)."""
+    ins, outs = call_tensors(trace_id, call_id)
+    return list(ins.values()), list(outs.values())
+
+
+def call_tensors(trace_id: str, call_id: str) -> tuple[dict[str, TensorMeta], dict[str, TensorMeta]]:
+    """``call_io`` by tensor name (``n:3/0``): what entered and what left the call."""
     graph = registry.get(trace_id).graph
     inside = _inside(trace_id).get(call_id, frozenset())
     ins: dict[str, TensorMeta] = {}
@@ -84,7 +91,7 @@ def call_io(trace_id: str, call_id: str) -> tuple[list[TensorMeta], list[TensorM
             ins.setdefault(e.tensor, e.meta)
         elif src_in and not dst_in:
             outs.setdefault(e.tensor, e.meta)
-    return list(ins.values()), list(outs.values())
+    return ins, outs
 
 
 def _row(k: str, v: object) -> html.Tr:
@@ -98,6 +105,7 @@ def _row(k: str, v: object) -> html.Tr:
 
 def _module(trace_id: str, call: ModuleCall) -> list:
     ins, outs = call_io(trace_id, call.id)
+    graph = registry.get(trace_id).graph
     rows = [_row("qualname", call.qualname or "(root)"), _row("class", call.cls)]
     if call.call_index:
         rows.append(_row("call", f"#{call.call_index + 1} of this module"))
@@ -107,8 +115,9 @@ def _module(trace_id: str, call: ModuleCall) -> list:
         rows.append(_row(k, v))
     rows.append(_row("inputs", ", ".join(meta_text(m) for m in ins) or "—"))
     rows.append(_row("outputs", ", ".join(meta_text(m) for m in outs) or "—"))
+    rows += [_row(k, v) for k, v in output_value_rows(graph, call_tensors(trace_id, call.id)[1])]
     own = sum(numel(p.shape) for p in call.params if not p.is_buffer)
-    model_params = registry.get(trace_id).graph.total_params
+    model_params = graph.total_params
     share = f" ({100.0 * call.num_params / model_params:.1f} % of the model)" if model_params else ""
     # the one parameters line: the cost rows below leave parameters out
     rows.append(_row("parameters", f"{call.num_params:,} in total{share}, {own:,} its own"))
@@ -223,6 +232,7 @@ def _node(graph: Graph, node: Node) -> list:
     if node.params:
         rows.append(_row("parameters", ", ".join(node.params)))
     rows.append(_row("outputs", ", ".join(meta_text(m) for m in node.outputs) or "—"))
+    rows += [_row(k, v) for k, v in node_value_rows(graph, node)]
     if node.kind == "op":
         rows += [_row(k, v) for k, v in cost_lines(graph, node_id=node.id)]
     if node.source:

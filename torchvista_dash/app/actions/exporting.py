@@ -1,6 +1,6 @@
 """Export buttons: the whole current view (not only the visible area) as HTML, SVG or PNG, and the trace
-itself
-as JSON (the file ``load_trace`` and ``serve`` read: a picture can be redrawn from it, not the other way)."""
+itself as JSON (the file ``load_trace`` and ``serve`` read: a picture can be redrawn from it, not the other
+way)."""
 
 from __future__ import annotations
 

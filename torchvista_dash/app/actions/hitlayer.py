@@ -11,11 +11,9 @@ event that leaves that window, or zooms in far enough that smaller boxes become 
 view-changing answers of update_view set a new one, so their ranges apply).
 
 The plot's size in pixels is not sent by Dash; the scale is taken for the biggest plot assumed (``PLOT_PX``),
-so
-the bars kept are never too few: at worst a bar drawn a pixel tall is sent. Smaller views keep every bar and
-cost no round trip. Dash orders the answers: the main store is an input here, so a cull waits for a view
-change
-in flight, and a view change's answer makes Dash drop an older cull's answer still on its way.
+so the bars kept are never too few: at worst a bar drawn a pixel tall is sent. Smaller views keep every bar
+and cost no round trip. Dash orders the answers: the main store is an input here, so a cull waits for a view
+change in flight, and a view change's answer makes Dash drop an older cull's answer still on its way.
 """
 
 from __future__ import annotations
@@ -29,11 +27,11 @@ from torchvista_dash.app.traces import state
 from torchvista_dash.app.traces.page_state import PageState
 from torchvista_dash.layout.types import Box
 from torchvista_dash.model.options import DrawOptions
-from torchvista_dash.render import hits
+from torchvista_dash.render import hits, viewport
 from torchvista_dash.render.viewport import Ranges
 from torchvista_dash.view.types import ViewSpec
 
-MIN_CULLED = 1000  # bars: a smaller view keeps them all (as render/tiles.py keeps one image below 1,000)
+MIN_CULLED = 1000  # bars: a smaller view keeps them all (as render/svg/tiles.py keeps one image below 1,000)
 MIN_PX = 3.0  # a bar whose shorter side is drawn smaller is not a click target anyone aims at
 ZOOM_SLACK = 2.0  # bars down to MIN_PX / ZOOM_SLACK are sent: zooming in 2x needs no new bars
 PADS = (1.0, 0.25)  # viewports of bars sent on each side of the viewport (the second: past MAX_BARS)
@@ -42,14 +40,6 @@ PLOT_PX = (2560.0, 1600.0)  # the biggest plot assumed (CSS pixels)
 
 # the ``hits`` store: {"rev", "all"} or {"rev", "window", "floor", "scale", "capped"}
 Hits = dict[str, Any]
-
-
-def scale_of(ranges: Ranges) -> float:
-    """Pixels per point at ``ranges`` on the biggest plot assumed (equal aspect: the longer axis decides)."""
-    return min(
-        PLOT_PX[0] / max(ranges[0][1] - ranges[0][0], 1e-9),
-        PLOT_PX[1] / max(ranges[1][1] - ranges[1][0], 1e-9),
-    )
 
 
 def _view(ranges: Ranges) -> Box:
@@ -61,7 +51,7 @@ def culled(data: list[dict[str, Any]], ranges: Ranges, rev: int) -> tuple[list[d
     """A figure's ``data`` with the hit bars worth sending at ``ranges``, and the ``hits`` record of them."""
     if hits.count(data) < MIN_CULLED:
         return data, {"rev": rev, "all": True}
-    scale = scale_of(ranges)
+    scale = viewport.scale(ranges, PLOT_PX)
     out, window, floor, capped = hits.cull(data, _view(ranges), MIN_PX / (ZOOM_SLACK * scale), MAX_BARS, PADS)
     return out, {"rev": rev, "window": list(window), "floor": floor, "scale": scale, "capped": capped}
 
@@ -78,7 +68,7 @@ def covers(record: Hits | None, ranges: Ranges, rev: int) -> bool:
     wx0, wy0, wx1, wy1 = record["window"]
     if not (wx0 <= x0 and wy0 <= y0 and x1 <= wx1 and y1 <= wy1):
         return False
-    scale = scale_of(ranges)
+    scale = viewport.scale(ranges, PLOT_PX)
     if record.get("capped"):
         return scale <= record["scale"] * (1 + 1e-6)
     return MIN_PX / scale >= record["floor"] * (1 - 1e-6)

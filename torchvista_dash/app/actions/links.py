@@ -5,7 +5,7 @@ colleague show the same view.
 or ``file``), the drawing options by their ``DrawOptions`` names, and the open modules as a difference from
 the depth's view (``open``/``close``), with the folded runs opened (``unfold``) and members pinned (``pin``).
 A view that is a depth's view is just ``depth=N``. Untrusted text: every id is checked against the trace
-(``view.build_view`` refuses unknown ones) and the lists are bounded.
+(``view.build.build_view`` refuses unknown ones) and the lists are bounded.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ top-level modules, so it opens on something to choose (and the dropdown puts the
 
 from __future__ import annotations
 
-from torchvista_dash.model.graph import Graph, shape_text
+from torchvista_dash.model.graph import Graph, tensor_shape_text
 
 SEARCH_LIMIT = 40
 
@@ -35,7 +35,7 @@ def search(graph: Graph, text: str, *, exact: str | None = None) -> list[dict[st
         owner = graph.call_by_id[n.parent].qualname if n.parent in graph.call_by_id else ""
         hay = f"{n.name} {owner}".lower()
         where = f" in {owner or '(root)'}" if n.parent is not None else ""
-        shape = shape_text(n.outputs[0].shape) if n.outputs and n.outputs[0].shape else ""
+        shape = tensor_shape_text(n.outputs[0]) if n.outputs and n.outputs[0].shape else ""
         label = f"{n.name} ({n.kind}){where}" + (f" · {shape}" if shape else "")
         seen[label] = seen.get(label, 0) + 1  # counted over every node, so a label never changes with text
         if (exact is not None and n.id == exact) or (exact is None and needle in hay):

@@ -45,8 +45,7 @@ def root_style(theme: str) -> dict[str, str]:
 
 def root_class(theme: str) -> str:
     """The ModelGraph's classes: ``tvd-dark`` lets the stylesheet (assets/tvd.css) dress the toolbar's
-    controls
-    and, on a served page, the whole page in the theme."""
+    controls and, on a served page, the whole page in the theme."""
     return f"tvd-model-graph tvd-{theme}"
 
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from torchvista_dash.layout.types import Box
-from torchvista_dash.render.figure import NOMINAL_PLOT_PX
+from torchvista_dash.render import viewport
 from torchvista_dash.render.svg.picture import LOD_SCALE
+from torchvista_dash.render.viewport import Ranges
 
-Ranges = list[list[float]]  # [[x0, x1], [y0, y1]]
 FIT_MARGIN = 16.0  # points kept around an opened cluster when the view zooms out to show it
 # never zoom out so far that the opened module's op names are hidden; the click measures the real scale, so a
 # small margin keeps the view off the threshold itself (a CSS max-width query includes it: at exactly the
-# threshold every op name of a just-opened Mistral layer was hidden)
+# threshold every op name of a just-opened layer can be hidden)
 MIN_FIT_SCALE = LOD_SCALE["o"] * 1.02
 
 
@@ -34,14 +34,6 @@ def clicked_scale(click: dict[str, Any] | None, box: Box | None) -> float | None
     return px / width if px > 0 and width > 0 else None
 
 
-def nominal_scale(ranges: Ranges) -> float:
-    """Pixels per point if ``ranges`` fill the nominal plot area (when no click has told the real scale)."""
-    return min(
-        NOMINAL_PLOT_PX[0] / max(ranges[0][1] - ranges[0][0], 1e-9),
-        NOMINAL_PLOT_PX[1] / max(ranges[1][1] - ranges[1][0], 1e-9),
-    )
-
-
 def fit_opened(
     ranges: Ranges,
     anchor: tuple[float, float],
@@ -51,7 +43,7 @@ def fit_opened(
 ) -> tuple[Ranges, float]:
     """``ranges`` zoomed out about ``anchor`` (which keeps its place on screen) just enough that ``box`` shows
     whole, never below ``min_scale`` px per point; (new ranges, zoom factor ≥ 1; 1 = unchanged)."""
-    s = scale if scale and scale > 0 else nominal_scale(ranges)
+    s = scale if scale and scale > 0 else viewport.scale(ranges)  # the nominal plot's, when no click told
     ax, ay = anchor
     (x0, x1), (y0, y1) = ranges
     need = 1.0

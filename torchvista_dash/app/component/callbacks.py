@@ -23,6 +23,7 @@ from dash import MATCH, Input, Output, State, ctx, no_update
 from torchvista_dash.app.actions import hitlayer, keys
 from torchvista_dash.app.actions.details import error_text
 from torchvista_dash.app.actions.search import browse, search
+from torchvista_dash.app.actions.valuerows import first_nonfinite_id
 from torchvista_dash.app.actions.viewstep import ViewAnswer, answer, clicked_id, details_for, with_controls
 from torchvista_dash.app.component.component import HAS_KEYS, find_field
 from torchvista_dash.app.component.ids import ids
@@ -121,6 +122,7 @@ _VIEW_CONTROLS: dict[str, tuple[Callable[[Any], Any], str]] = {
     "reach": (ids.reach, "value"),
     "path_to": (ids.path_to, "value"),
     "clear": (ids.clear, "n_clicks"),
+    "first_nonfinite": (ids.first_nonfinite, "n_clicks"),
     "find": (ids.find, "n_submit"),
     **({"keys": (ids.keys, "n_events")} if HAS_KEYS else {}),
 }
@@ -199,6 +201,8 @@ def register(callback: Callable[..., Any]) -> None:
             value = find_text
         elif trigger == "keys":  # a shortcut is the action it names (keys.py)
             trigger, value = keys.action_of(keydown) or (None, None)
+        elif trigger == "first_nonfinite":  # shown as a search hit is: opened, centred, selected
+            trigger, value = "search", first_nonfinite_id(page.trace)
         # a first view left to the page is known to be slow: its progress shows at once
         show_after = 0.0 if trigger == "first_view" else progress.SHOW_AFTER_S
         with progress.request(_request_key(data, controls), show_after=show_after):
@@ -214,7 +218,7 @@ def register(callback: Callable[..., Any]) -> None:
             )
         # a chosen search hit is shown (centred, highlighted, in the details), then the box is emptied: a box
         # holding a value puts the cursor on that option when reopened, and the next typing would be lost
-        if trigger == "search" and controls["search"]:
+        if trigger == "search" and value:
             result = replace(result, search=None)
         return result.outputs()
 

@@ -73,16 +73,32 @@ BUTTON = {"marginRight": "6px", "padding": "3px 10px", "cursor": "pointer"}
 ROW = {"display": "flex", "flexWrap": "wrap", "alignItems": "center", "gap": "10px", "margin": "6px 0"}
 
 
+def first_nonfinite_button(cid: dict[str, Any], graph: Graph) -> html.Button:
+    """The "first NaN/Inf" button: opens the module where NaN or Inf first appears, selects the op and
+    centres it (disabled, saying why, when the trace has no values or every value is finite)."""
+    from torchvista_dash.app.actions.valuerows import first_nonfinite_title
+
+    title, enabled = first_nonfinite_title(graph)
+    return html.Button(
+        "first NaN/Inf",
+        id=cid,
+        n_clicks=0,
+        disabled=not enabled,
+        title=title,
+        # a trace without values has nothing to go to: the button is there (the callbacks read it) but hidden
+        style=BUTTON if "values" in graph.measured else {**BUTTON, "display": "none"},
+        className="tvd-first-nonfinite",
+    )
+
+
 def color_by_control(cid: dict[str, Any], graph: Graph, value: str | None) -> dcc.Dropdown:
     """The "colour by" menu: boxes coloured by a cost, with a colour bar (metrics the trace lacks are
-    disabled,
-    e.g. time in a trace made without ``timing=True``)."""
-    from torchvista_dash.model.costs import METRIC_LABELS as LABELS
-    from torchvista_dash.model.costs import METRICS, costs_of
+    disabled, e.g. time in a trace made without ``timing=True``)."""
+    from torchvista_dash.model.metrics import REGISTRY, has_metric
 
-    costs = costs_of(graph)
     options = [{"label": "colour by: kind", "value": ""}] + [
-        {"label": f"colour by: {LABELS[m]}", "value": m, "disabled": not costs.has(m)} for m in METRICS
+        {"label": f"colour by: {m.label}", "value": name, "disabled": not has_metric(graph, name)}
+        for name, m in REGISTRY.items()
     ]
     return dcc.Dropdown(
         id=cid,
@@ -124,8 +140,8 @@ class ModelGraph(html.Div):
     ``height``: CSS height of the plot. Options, by name (``options.ViewOptions``/``DrawOptions``): ``depth``
     (module levels open at first, ``None``: every op), ``theme`` ("light", "dark"), ``rankdir`` ("TB", "LR"),
     ``fold_repeats``, ``show_params``, ``labels``, ``details``; or whole ``view=``/``draw=`` objects;
-    ``spec``: an exact first view (``view.make_spec``), as a shared link names it; ``bookmarks``: the views
-    keys 1-9 recall (the page's address keeps them). ``root="layers.3"``: one module as its own graph.
+    ``spec``: an exact first view (``view.build.make_spec``), as a shared link names it; ``bookmarks``: the
+    views keys 1-9 recall (the page's address keeps them). ``root="layers.3"``: one module as its own graph.
     Other keywords go to the outer ``html.Div``.
     """
 
@@ -256,6 +272,7 @@ class ModelGraph(html.Div):
                     className="tvd-search",
                 ),
                 color_by_control(_ids.color_by(aio_id), graph, draw.color_by),
+                first_nonfinite_button(_ids.first_nonfinite(aio_id), graph),
                 html.Span("Export view:", className="tvd-export-label"),
                 html.Button("HTML", id=_ids.export_html(aio_id), n_clicks=0, style=BUTTON),
                 html.Button("SVG", id=_ids.export_svg(aio_id), n_clicks=0, style=BUTTON),

@@ -44,6 +44,7 @@ SUBCOMPONENTS = (
     "find",
     "find_box",
     "pointer",
+    "first_nonfinite",
 )
 
 
@@ -86,7 +87,7 @@ class ids:  # noqa: N801 - the Dash All-in-One convention: ModelGraph.ids.graph(
     # a one-shot interval: the page asks for a first view its constructor did not finish in time
     # (firstview.py)
     first_view = staticmethod(lambda aio_id: make("first_view", aio_id))
-    # what the figure's hit bars cover (app/hitlayer.py)
+    # what the figure's hit bars cover (app/actions/hitlayer.py)
     hits = staticmethod(lambda aio_id: make("hits", aio_id))
     # what a selection lights (view/reach.py): how far, a path to another box, and clearing it
     reach = staticmethod(lambda aio_id: make("reach", aio_id))
@@ -99,3 +100,5 @@ class ids:  # noqa: N801 - the Dash All-in-One convention: ModelGraph.ids.graph(
     # the find box ("/" opens it, focused): its text field, and the box that holds it
     find = staticmethod(lambda aio_id: make("find", aio_id))
     find_box = staticmethod(lambda aio_id: make("find_box", aio_id))
+    # the "first NaN/Inf" button of a value trace: opens, selects and centres where NaN/Inf first appears
+    first_nonfinite = staticmethod(lambda aio_id: make("first_nonfinite", aio_id))

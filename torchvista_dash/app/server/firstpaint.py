@@ -2,20 +2,18 @@
 
 A Dash page draws nothing until its scripts have run, the renderer has fetched the layout and React has
 mounted: about half a second on a cold browser cache, a floor of Dash's own (bench/bench_dash_floor.py).
-The page's HTML carries the first view's own pictures (the figure's layout images, render/picture.py) as
+The page's HTML carries the first view's own pictures (the figure's layout images, render/svg/picture.py) as
 ``<img>`` elements of their URLs on the picture route (pictures.py): the browser fetches them at once, beside
 Dash's scripts, and paints them where plotly will draw them, at the scale the figure starts at. The HTML grows
 by a few hundred bytes whatever the view's size, and plotly then draws the same URLs from the browser's memory
 cache. A CSS rule hides the picture once plotly has drawn. No JavaScript; it takes no clicks
-(``pointer-events:
-none``): the graph becomes interactive when plotly has drawn, as before.
+(``pointer-events: none``): the graph becomes interactive when plotly has drawn, as it does without it.
 
 Where each image goes is worked out by CSS from the plot's size, which the server does not know: the plot area
 is a size container, and an image's scale is ``min(plot width / x range, plot height / y range)`` (plotly's
 equal-aspect axes widen the range that has room to spare, about the centre), so its left, top, width and
-height
-are ``calc()``s of the container's ``cqw``/``cqh``. Inside each image its SVG sees the size it is drawn at, so
-its level of detail is the figure's.
+height are ``calc()``s of the container's ``cqw``/``cqh``. Inside each image its SVG sees the size it is drawn
+at, so its level of detail is the figure's.
 """
 
 from __future__ import annotations
@@ -54,11 +52,10 @@ def _n(v: float) -> str:
 
 def images_html(figure: dict[str, Any]) -> str | None:
     """The plot area (a ``div.tvd-plot`` at the figure's margins) with ``<img>`` elements placing the figure's
-    data-coordinate layout images as plotly will draw them, inside a
-    plot area that is a CSS size container (whose ``--s`` is the scale, a length per point); None when an
-    image
-    is not a URL (a data URI would bloat the page). Only the images on or near the figure's start window are
-    placed (a tiled picture of a big view has thousands: the others are not on screen before plotly draws)."""
+    data-coordinate layout images as plotly will draw them, inside a plot area that is a CSS size container
+    (whose ``--s`` is the scale, a length per point); None when an image is not a URL (a data URI would bloat
+    the page). Only the images on or near the figure's start window are placed (a tiled picture of a big view
+    has thousands: the others are not on screen before plotly draws)."""
     lay = figure.get("layout", {})
     (x0, x1), (y0, y1) = lay["xaxis"]["range"], lay["yaxis"]["range"]
     cx, cy, rw, rh = (x0 + x1) / 2, (y0 + y1) / 2, max(x1 - x0, 1e-6), max(y1 - y0, 1e-6)

@@ -54,8 +54,7 @@ class FolderError(TorchvistaDashError, ValueError):
 
 def folder_gallery(folder: str | Path) -> tuple[Gallery, list[str]]:
     """Every ``*.json`` trace in ``folder`` (sorted by name, loaded and checked now, so a bad file is reported
-    at
-    start, not when a user picks it), and one line per file skipped and why."""
+    at start, not when a user picks it), and one line per file skipped and why."""
     folder = Path(folder)
     traces: dict[str, Trace] = {}
     skipped: list[str] = []

@@ -249,8 +249,7 @@ def make_app(
     ``gallery``: True for the built-in demos, or a ``Gallery`` (``gallery.folder_gallery(path)``: a folder of
     traces); ``first_picture``: pages carry their first view as server-drawn SVG, painted before Dash has
     started (firstpaint.py). ``allowed_hosts``: Host names the app answers for besides localhost, 127.0.0.1,
-    ::1,
-    ``$TVD_ALLOWED_HOSTS`` and the address it is served on (guard.py)."""
+    ::1, ``$TVD_ALLOWED_HOSTS`` and the address it is served on (guard.py)."""
     global _apps
     if gallery is True:
         gallery = demo_gallery()
@@ -384,7 +383,7 @@ def serve_forever(app: dash.Dash, host: str = "127.0.0.1", port: int = 8050) -> 
     server = make_server(host, port, app.server, threaded=True)
     if threading.current_thread() is threading.main_thread():
         # stopped with SIGTERM (a service manager, `kill`), exit as on Ctrl-C: what runs at exit then runs too
-        # (layout.run.kill_children: no dot of ours goes on laying out after us)
+        # (layout.graphviz.run.kill_children: no dot of ours goes on laying out after us)
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
     print(f"torchvista_dash serving on http://{host}:{server.server_port}/  (Ctrl-C to stop)", flush=True)
     try:

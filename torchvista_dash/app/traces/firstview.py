@@ -7,7 +7,7 @@ of its own (one per view, however many ask), and whoever asks waits at most ``WA
 then, the ModelGraph starts with a placeholder and a one-shot ``dcc.Interval`` that makes the page ask for the
 view through the view callback, whose ``running=`` shows its progress like any slow view change (progress.py);
 that request finds the thread's work in the caches and waits for it. A view that fails in the thread raises
-its error to the one who asked, who reports it as before.
+its error to the one who asked, who reports it as any view's error.
 """
 
 from __future__ import annotations

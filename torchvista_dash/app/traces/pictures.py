@@ -1,7 +1,7 @@
 """Where a figure's pictures go: at their own URL on the Dash server, not inside every figure the browser is
 sent.
 
-A view's picture (render/picture.py) is most of its figure: 3.8 MB of SVG at an 80-layer every-op view, a
+A view's picture (render/svg/picture.py) is most of its figure: 3.8 MB of SVG at an 80-layer every-op view, a
 5.1 MB ``data:`` URI inside the figure JSON, resent at every click. Served instead at
 ``<prefix>_tvd/picture/<key>.svg``, keyed by a hash of its bytes, the figure carries a short URL: a click
 sends only the hit layer, the browser fetches each picture once (and keeps it: the URL never changes meaning,
@@ -9,13 +9,11 @@ so it is cached as immutable), and the page's first picture (firstpaint.py) is t
 Dash's scripts load and drawn again by plotly from the browser's memory cache.
 
 Pictures are kept gzipped (5-8x smaller) once first served, in a bounded LRU (``MAX_BYTES``, ``MAX_PICTURES``)
-plus a weak
-index of the pictures that cached figures still hold (the registry bounds those), so any URL a figure the
-server
-can send names can be answered. The key in a request is untrusted: anything but 32 hex digits is refused
-before
-any lookup. A figure for a static export (``to_html``, the HTML export button) keeps ``data:`` URIs and stands
-alone; so does a figure drawn outside a request of an app that serves the route (a layout built at import).
+plus a weak index of the pictures that cached figures still hold (the registry bounds those), so any URL a
+figure the server can send names can be answered. The key in a request is untrusted: anything but 32 hex
+digits is refused before any lookup. A figure for a static export (``to_html``, the HTML export button) keeps
+``data:`` URIs and stands alone; so does a figure drawn outside a request of an app that serves the route (a
+layout built at import).
 """
 
 from __future__ import annotations
@@ -154,13 +152,14 @@ class Drawn:
     @functools.cached_property
     def nbytes(self) -> int:
         """About what this holds in memory: its pictures' SVG and its dicts, which take about five times their
-        JSON text (measured on an 80-layer Llama every-op figure: 1.9 MB of JSON, 28 MB with its pictures)."""
+        JSON text (an 80-layer Llama every-op figure: 1.9 MB of JSON, 28 MB in memory with its pictures)."""
         return sum(pic.size for _, pic in self.pictures) + 5 * _json_size(self.figure)
 
 
 def _json_size(value: Any) -> int:
-    """About the length of ``value``'s JSON text, without writing it (json.dumps took 33 ms on an 80-layer
-    figure, on a click's path): strings and numbers summed by C-level maps, containers walked."""
+    """About the length of ``value``'s JSON text, without writing it (json.dumps of an 80-layer figure takes
+    tens of milliseconds, on a click's path): strings and numbers summed by C-level maps, containers
+    walked."""
     if isinstance(value, str):
         return len(value) + 2
     if isinstance(value, dict):
@@ -176,9 +175,8 @@ def _json_size(value: Any) -> int:
 
 class Collector:
     """A ``make_figure(picture_source=...)``: each picture's SVG goes into ``into`` (the route's store) and
-    its
-    image gets a marker for a source, which ``drawn`` sets aside (no data URI is encoded to be decoded again:
-    about 0.2 s per figure at 80 layers)."""
+    its image gets a marker for a source, which ``drawn`` sets aside (no data URI is encoded to be decoded
+    again: about 0.2 s per figure at 80 layers)."""
 
     MARK = "tvd-picture:"
 

@@ -6,9 +6,9 @@ twice; jobs older than ``MAX_AGE_S`` are dropped unrun (the user has moved on); 
 cached meanwhile is skipped; finished keys are forgotten, so an evicted view can be precomputed again. The
 worker starts only when the server is quiet: ``DELAY_S`` without a new submission and without a request of
 any Flask app in this process, none in flight (``watch_requests``). The work holds the GIL while it builds
-figures, and on a small machine it takes a core from the browser: started while the page still fetched the
-answer's pictures, the 80-layer Llama's first load took 2.5-4.2 s instead of 2.6-3.1. Its Graphviz runs
-queue behind every interactive one (``layout.run.background``).
+figures, and on a small machine it takes a core from the browser: started while a page still fetches its
+pictures, it slows that page's first load (bench/bench_vs_torchvista.py measures the 80-layer Llama's cold
+load). Its Graphviz runs queue behind every interactive one (``layout.graphviz.run.background``).
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from torchvista_dash.frontends.trace.recorder import Recorder
 from torchvista_dash.frontends.trace.rejected import rejected_call
 from torchvista_dash.frontends.trace.state import ModelState, quiet_lazy_init
 from torchvista_dash.frontends.trace.structure import bind_arg_names, check_inputs, iter_tensors
+from torchvista_dash.frontends.trace.values import summarize_all
 from torchvista_dash.model.graph import ErrorInfo, Graph
 
 
@@ -39,6 +40,7 @@ def trace_graph(
     flops: bool = True,
     timing: bool = False,
     timing_repeat: int = 5,
+    values: bool = False,
 ) -> tuple[Graph, BaseException | None]:
     """Trace ``model(*inputs, **kwargs)`` once, under ``torch.no_grad()``, restoring the model afterwards.
 
@@ -46,7 +48,8 @@ def trace_graph(
     keyword arguments (every key a parameter of ``forward``), or a single dict/dataclass argument. If the
     forward pass raises, the partial graph is returned with the failing op and its enclosing module calls
     marked, beside the exception. ``versions`` are recorded after torch's.
-    ``flops`` counts each op's FLOPs in the same pass; ``timing`` times each op in separate runs (cost.py).
+    ``flops`` counts each op's FLOPs in the same pass; ``timing`` times each op in separate runs (cost.py);
+    ``values`` summarises every tensor's values in the same pass (values.py).
     """
     model = _unwrap(model)
     args, kw = check_inputs(inputs, kwargs, model.forward)
@@ -54,7 +57,7 @@ def trace_graph(
     # the recorder allocates many small objects; a full GC pass mid-trace costs more than it saves
     gc.disable()
     try:
-        graph, error = _trace(model, args, kw, name, versions, flops)
+        graph, error = _trace(model, args, kw, name, versions, flops, values)
         if timing:
             graph = _timed(model, args, kw, graph, error, timing_repeat)
         return graph, error
@@ -70,11 +73,14 @@ def _trace(
     name: str | None,
     versions: tuple[tuple[str, str], ...],
     flops: bool,
+    values: bool = False,
 ) -> tuple[Graph, BaseException | None]:
     named = list(model.named_modules())  # one walk of the module tree, shared by the three readers
     rec = Recorder(model, named)
     if flops:
         rec.meter = FlopMeter(_device_types(model, args, kw))
+    if values:
+        rec.summarize = summarize_all
     state = ModelState(model, named)
     error: BaseException | None = None
     result: Any = None
@@ -198,7 +204,7 @@ def _finalize(
         model_name=model_name,
         error=err_info,
         versions=(("torch", torch.__version__), *versions),
-        measured=("flops",) if rec.meter else (),
+        measured=(*(("flops",) if rec.meter else ()), *(("values",) if rec.summarize else ())),
     )
 
 

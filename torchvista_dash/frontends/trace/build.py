@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from torchvista_dash.frontends.trace.describe import clip
 from torchvista_dash.frontends.trace.facts import new_edge
 from torchvista_dash.frontends.trace.sites import line_text
+from torchvista_dash.frontends.trace.values import stats_of
 from torchvista_dash.model.graph import Edge, Node
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -30,11 +31,12 @@ def finish(rec: Recorder) -> None:
     if len(_SHARED) > _BOUND:
         _SHARED.clear()
     nodes = rec.nodes
+    values_on = rec.summarize is not None
     for i, r in enumerate(nodes):
         if type(r) is not tuple:
             continue
-        if len(r) == 4:  # a parameter's node in one call, or a constant's (``lookup``)
-            nid, q, parent, outputs = r
+        if len(r) == 5:  # a parameter's node in one call, or a constant's (``lookup``)
+            nid, q, parent, outputs, summary = r
             node = _new(Node)
             node.__dict__.update(
                 {
@@ -49,11 +51,12 @@ def finish(rec: Recorder) -> None:
                     "outputs": outputs,
                     "flops": 0,
                     "time_ms": None,
+                    "values": () if summary is None else tuple(stats_of(x) for x in summary),
                 }
             )
             nodes[i] = node
         else:
-            nid, name, parent, names, values, source, outputs, flops = r
+            nid, name, parent, names, values, source, outputs, flops, summary = r
             args, params = op_texts(names, values)
             node = _new(Node)
             node.__dict__.update(
@@ -69,6 +72,7 @@ def finish(rec: Recorder) -> None:
                     "outputs": outputs,
                     "flops": flops,
                     "time_ms": None,
+                    "values": _values(summary, len(outputs)) if values_on else (),
                 }
             )
             nodes[i] = node
@@ -94,6 +98,38 @@ def finish(rec: Recorder) -> None:
                         )
                         append(edge)
     rec.edges = edges
+    if values_on:
+        _pass_values_on(rec)
+
+
+def _values(summary: tuple[Any, ...] | None, n_outputs: int) -> tuple[Any, ...]:
+    """An op's ``Node.values`` from the mode's raw summaries, one per output tensor."""
+    if summary is None or len(summary) != n_outputs:
+        return (None,) * n_outputs
+    return tuple(stats_of(s) for s in summary)
+
+
+def _pass_values_on(rec: Recorder) -> None:
+    """Nodes that hand tensors on (the model's outputs, a call's ``identity``) and have no summary of their
+    own: the summaries of the tensors they were given, as the edges into them say."""
+    by_tensor: dict[str, Any] = {}
+    into: dict[str, list[Any]] = {}
+    for e in rec.edges:
+        into.setdefault(e.dst, []).append(e)
+    nodes = rec.nodes
+    for i, n in enumerate(nodes):
+        if n.values:
+            for k, s in enumerate(n.values):
+                by_tensor[f"{n.id}/{k}"] = s
+            continue
+        if n.kind == "output" or (n.kind == "op" and n.name == "identity"):
+            ins = sorted(into.get(n.id, ()), key=lambda e: e.dst_arg)
+            got = tuple(by_tensor.get(e.tensor) for e in ins)
+            if len(got) == len(n.outputs):
+                n.__dict__["values"] = got
+                for k, s in enumerate(got):
+                    by_tensor[f"{n.id}/{k}"] = s
+        nodes[i] = n
 
 
 def op_texts(

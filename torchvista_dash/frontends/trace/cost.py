@@ -5,7 +5,7 @@ FLOPs come from PyTorch's own counter: ``torch.utils.flop_counter`` registers a 
 ops run (it decomposes composite ops the same way ``FlopCounterMode`` does). The recorder sees torch-function
 calls (``linear``, ``matmul``); the aten ops run inside them. So the function being recorded runs with that
 dispatch mode pushed, and whatever it counts is the op's. Pushing it for every op would send every aten op
-through Python (measured: about +25 % on GPT-2 small), so a function is measured the first time it meets
+through Python (about +25 % on GPT-2 small), so a function is measured the first time it meets
 each combination of argument ranks; one that counted FLOPs once is measured always, the others run plainly
 when they meet a combination that counted none (``matmul`` of vectors counts none, of matrices it counts).
 The formulas read shapes and arguments only, so a counting call whose tensors' shapes and other arguments
@@ -13,7 +13,8 @@ were seen before gets the same count without the mode (a stack of identical laye
 What is learnt (which functions count, which rank combinations count none, the count of each call shape) is a
 fact about torch's functions, not about one model: it is kept for the process, per device type of the traced
 inputs (a kernel chosen on CPU may count differently on the meta device), so tracing again measures nothing
-anew (measured: about 7 ms per trace of GPT-2 small or BERT base). A call with an empty tensor counts none
+anew (that saves about 7 ms per trace of GPT-2 small or BERT base; bench/bench_trace.py's "first trace"
+column pays it). A call with an empty tensor counts none
 whatever the function, so it never marks a rank combination as counting none.
 Meta tensors work: the formulas read shapes only.
 
@@ -120,9 +121,8 @@ class FlopMeter:
                 known = True
             else:
                 # ``func`` and the ranks of its first tensor arguments (-1: a parameter or other subclass,
-                # whose
-                # ``dim()`` could run a Python ``__torch_function__``): ``matmul`` of two vectors counts none,
-                # of two matrices it counts. Written out here: it runs for every op not known to count.
+                # whose ``dim()`` could run a Python ``__torch_function__``): ``matmul`` of two vectors counts
+                # none, of two matrices it counts. Written out here: it runs for every op not known to count.
                 ranks = [func]
                 for a in args[:3]:
                     if type(a) is _Tensor:
@@ -159,6 +159,24 @@ class FlopMeter:
                     self.known.clear()
                 self.known[exact] = self.last
         return out
+
+    def count(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+        """The FLOPs of ``func(*args, **kwargs)``, for a source that only needs the number (a saved program's
+        ops on meta tensors): a call whose count is already known is not run at all."""
+        try:
+            exact = _call_key(func, args, kwargs)
+            if exact is not None and exact in self.known:
+                return self.known[exact]
+            if func in self.scalar:
+                return 0
+            if func not in self.counting:
+                ranks = (func, *(a.dim() for a in args[:3] if type(a) is _Tensor))
+                if ranks in self.none:
+                    return 0
+        except TypeError:  # unhashable: measured
+            pass
+        self.run(func, args, kwargs)
+        return self.last
 
 
 def _has_empty(args: tuple[Any, ...]) -> bool:

@@ -21,8 +21,7 @@ METAS: dict[tuple[Any, ...], tuple[TensorMeta, str, tuple[TensorMeta]]] = {}
 
 def tensor_meta(t: torch.Tensor) -> tuple[TensorMeta, str, tuple[TensorMeta]]:
     """The (shared, immutable) TensorMeta of ``t``, its text and ``(meta,)``; interned because most shapes
-    repeat
-    (and objects made once are not new work for the garbage collector after every trace)."""
+    repeat (and objects made once are not new work for the garbage collector after every trace)."""
     key = (tuple(t.shape), t.dtype, t.device)
     m = METAS.get(key)
     if m is None:
@@ -120,8 +119,7 @@ def module_info(m: torch.nn.Module, num_params: int) -> tuple[Any, ...]:
 
 
 # (name, shape, dtype, trainable, is_buffer) of a module's parameters and buffers -> their ParamInfo tuple:
-# the
-# same layer shapes recur (12 decoder blocks, every trace of a model), made once and shared; a module's
+# the same layer shapes recur (12 decoder blocks, every trace of a model), made once and shared; a module's
 # attributes likewise (``_ATTRS``). Bounded.
 _PARAM_INFOS: dict[tuple[Any, ...], tuple[ParamInfo, ...]] = {}
 _ATTRS: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = {}
@@ -191,8 +189,7 @@ new_node = fast_factory(Node)
 new_edge = fast_factory(Edge)
 
 # The recorder's hot path fills each op's Node and its Edges field by field in these orders (a dict update on
-# a
-# bare object: faster still than ``fast_factory``); if the data model gains a field, this says where to add
+# a bare object: faster still than ``fast_factory``); if the data model gains a field, this says where to add
 # it.
 NODE_FIELDS = (
     "id",
@@ -206,6 +203,7 @@ NODE_FIELDS = (
     "outputs",
     "flops",
     "time_ms",
+    "values",
 )
 EDGE_FIELDS = ("src", "dst", "tensor", "meta", "dst_arg")
 for _cls, _names in ((Node, NODE_FIELDS), (Edge, EDGE_FIELDS)):
@@ -244,7 +242,11 @@ class ModelFacts:
         buffers: list[tuple[str, Any]] = []
         seen_p: set[int] = set()
         seen_b: set[int] = set()
+        owners: dict[int, list[str]] = {}  # id(parameter) -> every module holding it (tied: several)
         for prefix, m in modules:
+            for t in m._parameters.values():
+                if t is not None:
+                    owners.setdefault(id(t), []).append(prefix)
             for table, out, seen in ((m._parameters, params, seen_p), (m._buffers, buffers, seen_b)):
                 for k, t in table.items():
                     if t is None or id(t) in seen:
@@ -257,14 +259,23 @@ class ModelFacts:
                 self.lazy = True
                 continue
             self.param_metas[id(p)] = tensor_meta(p)
-            n = p.numel()
-            prefix = q
-            while prefix:
-                prefix = prefix.rpartition(".")[0]
-                self.subtree[prefix] = self.subtree.get(prefix, 0) + n
+            self._count_in_subtrees(p.numel(), owners[id(p)])
         for q, b in buffers:
             self.param_names.setdefault(id(b), q)
         self._params = [(q, p) for q, p in params if id(p) in self.param_metas]  # not the lazy ones
+
+    def _count_in_subtrees(self, n: int, holders: list[str]) -> None:
+        """Add a parameter's ``n`` elements to every module whose subtree holds it, once each: as
+        ``module.parameters()`` counts, a tied weight is in both owners' subtrees and once in a common
+        ancestor's."""
+        prefixes: set[str] = set()
+        for holder in holders:
+            prefix: str | None = holder
+            while prefix is not None and prefix not in prefixes:
+                prefixes.add(prefix)
+                prefix = None if prefix == "" else prefix.rpartition(".")[0]
+        for prefix in prefixes:
+            self.subtree[prefix] = self.subtree.get(prefix, 0) + n
 
     def storage(self) -> dict[int, str]:
         """Storage address -> parameter name: an in-place op writing there changes a weight (warned about).

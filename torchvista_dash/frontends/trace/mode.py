@@ -87,7 +87,7 @@ class RecordingMode(TorchFunctionMode):
                 flops = meter.last  # given to the op's node (an op recorded with no node: counted nowhere)
         except Exception as exc:
             args, kwargs = _snapshot(args, kwargs)
-            rec.queue.append((0, func, args, kwargs, None, exc, 0, rec.source(_getframe(1)), info))
+            rec.queue.append((0, func, args, kwargs, None, exc, 0, rec.source(_getframe(1)), info, None))
             rec.flush()
             raise
         if isinstance(out, _Tensor):
@@ -113,7 +113,9 @@ class RecordingMode(TorchFunctionMode):
         queue = rec.queue
         if list in map(type, args) or (kwargs and list in map(type, kwargs.values())):
             args, kwargs = _snapshot(args, kwargs)
-        queue.append((0, func, args, kwargs, kept, None, flops, rec.source(_getframe(1)), info))
+        # values=True: the outputs' values now, before a later op can write into them (values.py)
+        summary = None if rec.summarize is None else rec.summarize(args[0] if kept is None else kept)
+        queue.append((0, func, args, kwargs, kept, None, flops, rec.source(_getframe(1)), info, summary))
         rec.held += held
         if rec.held > MAX_HELD or len(queue) >= MAX_EVENTS:
             rec.flush()

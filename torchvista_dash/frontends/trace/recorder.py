@@ -39,6 +39,7 @@ from torchvista_dash.frontends.trace.mode import _INFO, func_info
 from torchvista_dash.frontends.trace.opaque import opaque_call, pass_through
 from torchvista_dash.frontends.trace.sites import Sites
 from torchvista_dash.frontends.trace.structure import flat_tensors
+from torchvista_dash.frontends.trace.values import stats_of
 from torchvista_dash.model.graph import ModuleCall, TensorMeta, call_id_for
 
 _Tensor = torch.Tensor
@@ -89,6 +90,8 @@ class Recorder(Sites):
         self.failed_ops: list[tuple[Any, ...]] = []
         self.failed_exits: list[tuple[str, BaseException]] = []
         self.meter: FlopMeter | None = None  # counts each op's FLOPs when set (cost.py)
+        # summarises an op's outputs' values when set (values=True, values.py), called by the mode
+        self.summarize: Any = None
         # Module hooks are process-wide: only calls made by the tracing thread belong to this trace.
         self.thread = get_ident()
 
@@ -124,7 +127,7 @@ class Recorder(Sites):
         for ev in queue:
             kind = ev[0]
             if kind == 0:
-                record(ev[1], ev[2], ev[3], ev[4], ev[5], ev[6], ev[7], ev[8])
+                record(ev[1], ev[2], ev[3], ev[4], ev[5], ev[6], ev[7], ev[8], ev[9])
             elif kind == 1:
                 self._enter(ev[1], ev[2])
             elif kind == 2:
@@ -175,7 +178,9 @@ class Recorder(Sites):
                 return e
         meta, text, outputs = self.param_metas.get(id(t)) or tensor_meta(t)
         nid, tname = node_ids(len(self.nodes))
-        self.nodes.append((nid, q, parent, outputs))  # its Node is made by ``build.finish``
+        # its Node is made by ``build.finish``; a constant's values are summarised (a parameter's are weights)
+        summary = None if self.summarize is None or q is not None else self.summarize(t)
+        self.nodes.append((nid, q, parent, outputs, summary))
         entry = (_ref(t), nid, tname, meta, text, q)
         if q is None:
             self.producer[id(t)] = entry
@@ -206,6 +211,7 @@ class Recorder(Sites):
                     "source": None,
                     "params": (),
                     "outputs": (meta,),
+                    "values": () if self.summarize is None else tuple(map(stats_of, self.summarize(t))),
                 }
             )
         )
@@ -241,11 +247,13 @@ class Recorder(Sites):
         flops: int = 0,
         source: Any = None,
         info: tuple[Any, ...] | None = None,
+        summary: Any = None,
     ) -> None:
         """One op: which node made each tensor input, its outputs' metadata; its outputs are now produced by
         it.
 
-        Kept as a raw tuple (id, name, parent, argument names, values, source, outputs, FLOPs) whose Node and
+        Kept as a raw tuple (id, name, parent, argument names, values, source, outputs, FLOPs, the outputs'
+        value summary) whose Node and
         Edges ``build.finish`` makes after the pass: a value is a tensor's producer entry, a list of them (and
         texts) for a list holding tensors, a plain scalar, or the text of anything else. An op that raised is
         kept aside: it becomes a node only if its exception ends the pass.
@@ -315,10 +323,9 @@ class Recorder(Sites):
                     producer[id(t)] = (_ref(t), nid, f"{nid}/{k}", m[0], m[1], pnames.get(id(t)))
             outputs = tuple(metas)
         # The op's Node and Edges are made after the forward pass (``build.finish``), in one tight loop:
-        # between
-        # two ops of a big model the caches are cold, so work done here costs several times what it costs
-        # there.
-        raw = (nid, info[0], parent, names, values, source, outputs, flops)
+        # between two ops of a big model the caches are cold, so work done here costs several times what it
+        # costs there.
+        raw = (nid, info[0], parent, names, values, source, outputs, flops, summary)
         nodes.append(raw)
         self.edges.append(raw)
 

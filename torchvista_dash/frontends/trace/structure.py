@@ -143,8 +143,7 @@ def check_inputs(
     inputs: Any, kwargs: Any, forward: Callable[..., Any] | None = None
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """Normalise ``inputs``/``kwargs`` to ``(args, kwargs)``; a TypeError before anything runs if they are
-    bad.
-    A dict whose keys all name ``forward``'s parameters is its keyword arguments (``names_keywords``)."""
+    bad. A dict whose keys all name ``forward``'s parameters is its keyword arguments (``names_keywords``)."""
     if forward is not None and not kwargs and names_keywords(forward, inputs):
         inputs, kwargs = (), dict(inputs)
     if isinstance(inputs, torch.Tensor):

@@ -1,12 +1,13 @@
 """Layout by module: each open call's interior laid out on its own, the pieces composed into one ``Layout``.
 
-One dot run over a whole every-op view explodes with nested clusters (4 Llama layers 1.3 s, 8 layers 24 s,
-16 over 60 s). Here every piece is a small flat graph (``pieces``), laid out by dot bottom-up: a cluster's
-interior first, then its parent with the cluster as one fixed-size box. Pieces are cached by their key (what
-their geometry depends on), in a bounded LRU shared by every view of every trace: 80 identical decoder layers
-are laid out once, and after a click only the pieces whose contents changed (the toggled call's chain up to
-the top level) go to dot again. The result is a pure function of the view: a piece's layout does not depend on
-which other pieces were laid out with it, so cached and fresh pieces give the same numbers.
+One dot run over a whole every-op view explodes with nested clusters (an 8-layer Llama every op takes dot tens
+of seconds, 16 layers over a minute; bench/bench_layout_scale.py). Here every piece is a small flat graph
+(``pieces``), laid out by dot bottom-up: a cluster's interior first, then its parent with the cluster as one
+fixed-size box. Pieces are cached by their key (what their geometry depends on), in a bounded LRU shared by
+every view of every trace: 80 identical decoder layers are laid out once, and after a click only the pieces
+whose contents changed (the toggled call's chain up to the top level) go to dot again. The result is a pure
+function of the view: a piece's layout does not depend on which other pieces were laid out with it, so cached
+and fresh pieces give the same numbers.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from torchvista_dash.layout.composed.pieces import (
 from torchvista_dash.layout.composed.porttable import port_cells
 from torchvista_dash.layout.composed.trivial import lay_out_single
 from torchvista_dash.layout.graphviz.run import GraphvizError, timeout_seconds
-from torchvista_dash.layout.single.dot import EDGE_FONT_SIZE, text_width
+from torchvista_dash.layout.textmetrics import EDGE_PT, text_width
 from torchvista_dash.layout.types import Box, EdgePath, Layout, Point
 from torchvista_dash.view.types import VisibleGraph
 
@@ -315,7 +316,7 @@ def _label_at(pts: tuple[Point, ...], label: str, near_source: bool) -> Point:
         (ax, ay), (bx, by) = pts[len(pts) // 2 - 1], pts[len(pts) // 2]
         t = 0.5
     x, y = ax + t * (bx - ax), ay + t * (by - ay)
-    return (round(x + text_width(label, EDGE_FONT_SIZE) / 2 + 3, 2), round(y, 2))
+    return (round(x + text_width(label, EDGE_PT) / 2 + 3, 2), round(y, 2))
 
 
 __all__ = ["HEADER", "Progress", "clear_piece_cache", "compose_layout", "piece_cache_info"]

@@ -2,8 +2,8 @@
 (dot lays out each graph of its input on its own); ``pieceread`` reads the output back.
 
 In a piece, tensors entering the cluster start at ports on the first rank and tensors leaving it end at ports
-on the last; edges carry no labels (a label would be a node of its own on a rank of its own, which doubled the
-ranks and, with long skip edges, multiplied dot's work). One tensor feeding many children is drawn as a *bus*:
+on the last; edges carry no labels (a label would be a node of its own on a rank of its own, which doubles the
+ranks and, with long skip edges, multiplies dot's work). One tensor feeding many children is drawn as a *bus*:
 a chain of junction points, each one rank above its consumer, so a tensor reaching 80 decoder layers costs dot
 about 80 virtual nodes, not 80 edges of up to 80 ranks each. Many children sending tensors out by one port
 join its mirror, a *collector*: a branch from each child to its own junction, one rank below it, on a trunk
@@ -38,12 +38,13 @@ STACK_SIZES = 0.1  # sibling clusters this close in size (a fraction of the larg
 ALIGN = 16  # dot weight of the edge aligning two layers of a stack (``_stacked_layers``)
 STRAIGHT = 8  # dot weight of every edge between children: dot keeps the heavier of two edges straight
 # dot weight of an edge into an out-port: the port is drawn where its tensors leave the interior, on the side
-# they run down (at weight 0 dot packed out-ports beside each other, and tensors leaving down one side ran
-# back to the middle and out again: T5 every op 176 crossings against 163)
+# they run down (at weight 0 dot packs out-ports beside each other, and tensors leaving down one side run
+# back to the middle and out again: more crossings, tests/layout/test_layout_quality.py bounds them)
 TO_OUT_PORT = 1
 TRUNK = STRAIGHT  # dot weight of the edges joining a bus's junctions
 # ... in a piece with more bus branches than BUS_HEAVY: dot's placement of many heavy trunks is what it spends
-# its time on there (the 32-layer dense block's default view: ~5x the time of weight 2, and more crossings)
+# its time on there (the 32-layer dense block's default view takes several times as long at the heavy weight,
+# with more crossings; bench/bench_layout_scale.py)
 TRUNK_LIGHT, BUS_HEAVY = 2, 400
 BRANCH = 1  # dot weight of a bus branch (junction to consumer): it gives way, the trunk stays straight
 
@@ -102,8 +103,8 @@ def _dot_edges(key: tuple) -> tuple[list[tuple[int, int, dict[str, object]]], li
         if group in last:
             prev, trunk = last[group]
             trunk = [*trunk, len(out)]
-            # the trunk holds its junctions rank after rank (constraint=false let dot order them freely:
-            # branches then crossed each other and the trunks, Llama 8 layers 288 crossings against 226)
+            # the trunk holds its junctions rank after rank (with constraint=false dot orders them freely,
+            # and branches cross each other and the trunks; bench/bench_layout_scale.py counts crossings)
             out.append((prev, j, {"weight": trunk_weight}))
         else:
             trunk = [len(out)]
@@ -119,8 +120,8 @@ def _dot_edges(key: tuple) -> tuple[list[tuple[int, int, dict[str, object]]], li
 def _stacked(children: Sequence[tuple], tail: int, head: int, tport: int, hport: int) -> bool:
     """Whether a piece edge runs from an out-port of a child cluster into an in-port of a sibling of about the
     same size, within ``STACK_SIZES`` (one layer of a stack into the next: BERT's ``layer.10`` is 18 points
-    wider than ``layer.9``, its modules' titles being one digit longer, and the stack stepped 300 points aside
-    there when only equal sizes were aligned)."""
+    wider than ``layer.9``, its modules' titles being one digit longer: aligning only equal sizes, the stack
+    would step 300 points aside there)."""
     if not (tport >= 0 and hport >= 0 and tail < len(children) and head < len(children)):
         return False
     (wa, ha), (wb, hb) = children[tail][0], children[head][0]
@@ -131,13 +132,11 @@ def _stack_pairs(
     specs: Sequence[tuple[int, int, int, int, int]], children: Sequence[tuple]
 ) -> list[tuple[int, int]]:
     """Consecutive layers of a stack, held one above the other by an invisible heavy edge between their
-    centres
-    (the edges between them jog across the gap). Kept straight instead, port to port, they made each layer
-    step
-    sideways from the one above by the distance between its in- and out-port (a Llama layer's hidden states
-    enter 122 points left of where they leave: a diagonal staircase over 32 layers). A pair is aligned only
-    when each is the other's one stacked neighbour: DenseNet's dense layers, each fed by every earlier one,
-    are no stack (aligned, DenseNet-121 every op had 42,486 crossings instead of 13,083)."""
+    centres (the edges between them jog across the gap). Kept straight instead, port to port, they would make
+    each layer step sideways from the one above by the distance between its in- and out-port (a Llama layer's
+    hidden states enter 122 points left of where they leave: a diagonal staircase over 32 layers). A pair is
+    aligned only when each is the other's one stacked neighbour: DenseNet's dense layers, each fed by every
+    earlier one, are no stack (aligned as one, DenseNet-121 every op crosses about three times as often)."""
     pairs = list(dict.fromkeys((t, h) for t, h, _g, tp, hp in specs if _stacked(children, t, h, tp, hp)))
     heads: dict[int, int] = {}
     tails: dict[int, int] = {}

@@ -114,10 +114,9 @@ def _trim(
     key: tuple, width: float, height: float, centres: tuple[Point, ...], flat: np.ndarray, starts: list[int]
 ) -> tuple[float, float, tuple[Point, ...], np.ndarray]:
     """Close the gap dot leaves between the ports' rank and the first (last) rank of boxes: ports are points
-    on
-    the border, not a rank of their own, and each one cost a cluster a rank's height at both ends.
-    ``flat`` holds every piece edge's polyline, edge k at ``starts[k]:starts[k + 1]`` (numpy: a tall piece
-    has tens of thousands of points)."""
+    on the border, not a rank of their own, and each one cost a cluster a rank's height at both ends. ``flat``
+    holds every piece edge's polyline, edge k at ``starts[k]:starts[k + 1]`` (numpy: a tall piece has tens of
+    thousands of points)."""
     rankdir, children, n_in, n_out, specs = key
     n = len(children)
     extent, across = (height, width) if rankdir in ("TB", "BT") else (width, height)

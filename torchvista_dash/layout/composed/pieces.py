@@ -7,8 +7,8 @@ of the clusters it leaves, across the piece of the lowest cluster holding both e
 of the clusters it enters, to its target box. Piece edges that carry one tensor along the same way are shared
 (a tensor entering a cluster once feeds all its consumers inside through one port). Tensors leaving a cluster
 for one box share one out-port too (a block's cached key and value, both into the model's ``cache`` output):
-as two ports side by side their edges ran down one corridor beside the stack and dot's splines crossed each
-other twice below every block (GPT-2 every op: 32 of its 54 crossings).
+as two ports side by side their edges would run down one corridor beside the stack, where dot's splines
+cross each other twice below every block (most of GPT-2 every op's crossings then).
 
 A piece's *key* is everything its geometry depends on (child sizes, ports, edges, rankdir) and nothing else,
 no ids or labels: identical decoder layers have equal keys, so one layout serves all of them.
@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from torchvista_dash.layout.single.dot import CLUSTER_FONT_SIZE, node_size, text_width
+from torchvista_dash.layout.single.dot import node_size
+from torchvista_dash.layout.textmetrics import HEADER_PT, text_width
 from torchvista_dash.view.types import VisibleGraph
 
 Size = tuple[float, float]
@@ -33,7 +34,7 @@ EdgeSpec = tuple[
 Fields = tuple[tuple[int, ...], tuple[int, ...]]
 
 MARGIN = 8.0  # points between a cluster's border and its contents (dot's default)
-HEADER = CLUSTER_FONT_SIZE * 1.4 + 4.0  # points above the contents for the cluster's title
+HEADER = HEADER_PT * 1.4 + 4.0  # points above the contents for the cluster's title
 LABEL_PAD = 34.0  # title width beyond its text: the collapse toggle and margins
 MERGED = "->"  # the source of a port shared by the tensors leaving for one box
 BUS_MIN = 4  # one tensor to at least this many children: drawn as a bus
@@ -90,14 +91,12 @@ class Piece:
                     bus[k] = g
                 g += 1
         # Many children sending tensors out by one port (a shared port: the layers' cached keys and values)
-        # join
-        # a *collector*, the bus's mirror: one trunk down the side of the stack, a short branch from each
-        # child
-        # (group -2 - f). As one edge per layer down to the border, each spanning up to 80 ranks, they were
-        # thousands of virtual nodes: the 80-layer Llama's own piece took dot 13 s of CPU, with it 0.04 s.
-        # (Tensors leaving by ports of their own are not bundled: one trunk down to all the out-ports crossed
-        # every edge between the children it passed, once per tensor on it: T5 every op 5,921 crossings vs
-        # 661.)
+        # join a *collector*, the bus's mirror: one trunk down the side of the stack, a short branch from each
+        # child (group -2 - f). As one edge per layer down to the border, each spanning up to 80 ranks, they
+        # would be thousands of virtual nodes: seconds of dot for the 80-layer Llama's own piece, a few
+        # hundredths with the collector (bench/bench_layout_scale.py, "cache on"). Tensors leaving by ports
+        # of their own are not bundled: one trunk down to all the out-ports crosses every edge between the
+        # children it passes, once per tensor on it.
         into: dict[int, list[int]] = {}
         for k, (_tk, _ti, hk, hj, _port) in enumerate(self.edges):
             if k not in bus and hk == "o":
@@ -220,7 +219,7 @@ def plan(vg: VisibleGraph) -> Plan:
         levels[height[c.id]].append(c.id)
     levels[height[None]].append(None)
     levels = [lv for lv in levels if lv]
-    labels = {c.id: text_width(c.label, CLUSTER_FONT_SIZE) + LABEL_PAD for c in vg.clusters}
+    labels = {c.id: text_width(c.label, HEADER_PT) + LABEL_PAD for c in vg.clusters}
     return Plan(pieces, levels, routes, labels)
 
 

@@ -30,7 +30,7 @@ PROBE = "digraph { a -> b }"  # a new process must answer this before it is trus
 PROBE_TIMEOUT = 10.0  # seconds (dot answers it in milliseconds once started)
 KEEP_IDLE = 2  # idle processes kept per output format (the machines have two cores)
 MAX_GRAPHS = 48  # graphs one process lays out before it retires: Graphviz 2.43 keeps state between
-# graphs and was seen to crash (SIGSEGV) after 97 and 302 of them
+# graphs and can crash (SIGSEGV) after about a hundred of them
 _DOC_END = b"\n}\n"  # dot's JSON documents close at column 0: nested braces are indented
 
 

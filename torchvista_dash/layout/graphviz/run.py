@@ -113,11 +113,10 @@ class Slots:
     """Admission to the cores: at most ``max_jobs()`` runs at once. Waiting runs go in order of (background,
     size, arrival), and big interactive runs (``HEAVY_BYTES`` of DOT and more) hold at most all slots but one,
     so a small layout (a click on a small model, a collapsed view) never waits behind big ones. Background
-    runs
-    also hold at most all slots but one, and do not count against the interactive runs' share: a click's big
-    layout never waits for a speculative one (the 80-layer view's first close waited 15-120 s behind the
-    precomputed layout of its opened KV cache). A run that has waited ``AGE_S`` goes before the ones that have
-    not, by arrival, so a stream of small ones never starves a big one."""
+    runs also hold at most all slots but one, and do not count against the interactive runs' share: a click's
+    big layout never waits for a speculative one (such as the precomputed layout of an 80-layer view's opened
+    KV cache, which can take dot seconds). A run that has waited ``AGE_S`` goes before the ones that have not,
+    by arrival, so a stream of small ones never starves a big one."""
 
     AGE_S = 2.0
 
@@ -205,8 +204,8 @@ def spawn(argv: list[str]) -> subprocess.Popen[bytes]:
 
 
 def kill_children() -> None:
-    """Kill every Graphviz process still running. At exit: a dot laying out when its server stopped went on
-    for as long as its layout took (an uncapped 80-layer piece: 35-80 s), as an orphan."""
+    """Kill every Graphviz process still running. At exit: a dot laying out when its server stops would
+    go on, as an orphan, for as long as its layout takes."""
     for proc in list(_children):
         if proc.poll() is None:
             proc.kill()
@@ -408,8 +407,7 @@ def run_dot(
     """Run ``dot -T<fmt>`` (or ``program`` with ``args``) on DOT ``source`` and return its output.
 
     Past ``timeout`` seconds (default ``$TVD_DOT_TIMEOUT``, else ``DEFAULT_TIMEOUT``) the process is killed
-    and
-    GraphvizError raised, so a huge graph never hangs the caller.
+    and GraphvizError raised, so a huge graph never hangs the caller.
     """
     with DotRun(fmt, timeout, program=program, args=args) as run:
         return run.feed(source)

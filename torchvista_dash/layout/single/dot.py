@@ -11,30 +11,25 @@ from typing import Any
 
 import pydot
 
+from torchvista_dash.layout.textmetrics import EDGE_PT, FONT_NAME, HEADER_PT, LABEL_PT, SUB_PT, text_width
 from torchvista_dash.view.types import VisibleGraph, VisibleNode, io_side, printable
 
-FONT_NAME = "Helvetica"
-FONT_SIZE = 11.0  # points, main label
-SUB_FONT_SIZE = 9.0  # points, sublabel (second line)
-CLUSTER_FONT_SIZE = 10.0
-EDGE_FONT_SIZE = 8.0
-CHAR_WIDTH = 0.6  # average glyph width as a fraction of the font size (no font measurement)
 PAD_X = 14.0  # points of horizontal padding inside a box
 PAD_Y = 8.0
 MIN_WIDTH = 36.0
 RANKDIRS = ("TB", "LR", "BT", "RL")
 
 # Graph attributes. newrank lets ranks span clusters (more compact with deep nesting). Iteration caps
-# (nslimit/mclimit/searchsize) were measured on graphs up to 2,000 nodes and bought nothing (bench/results/
-# layout.md, last column), so a single run keeps dot's defaults and its full layout quality. A piece of a
-# composed layout caps the network simplex that places nodes across the ranks at NSLIMIT x its nodes: the
-# 80-layer Llama's root piece with its KV cache opened (160 tensors from 80 layers down to 160 out-ports)
-# spent 35-80 s there and 3 s capped; of the other 203 pieces of 15 models' views, none moved a point (at 3,
-# the 12-layer dense block crossed 467 times, 447 before).
-# Edges are routed as polylines: dot's curved splines are fitted each on its own through a corridor that
-# others share, so edges in one order at both ends crossed each other on the way, twice, wherever a corridor
-# runs beside a tall box (every layer of a stack laid out by module is one rank: 8 Llama layers every op 211
-# crossings with curves, 118 as polylines; bench/bench_layout_scale.py).
+# (nslimit/mclimit/searchsize) buy a single run nothing on graphs up to 2,000 nodes (bench/bench_layout.py),
+# so it keeps dot's defaults and its full layout quality. A piece of a composed layout caps the network
+# simplex that places nodes across the ranks at NSLIMIT x its nodes: uncapped, a piece with many tensors
+# leaving for many out-ports (an 80-layer Llama's opened KV cache) spends up to a minute there; the cap
+# moves no box of the ordinary pieces, and a smaller one costs the dense blocks crossings
+# (tests/layout/test_layout_models.py, bench/bench_layout_scale.py).
+# Edges are routed as polylines: dot fits each curved spline on its own through a corridor that others
+# share, so edges in one order at both ends cross each other on the way, twice, wherever a corridor runs
+# beside a tall box, as every layer of a stack laid out by module is one rank (bench/bench_layout_scale.py
+# counts the crossings; docs/speed-history.md has them with curves).
 NODESEP, RANKSEP, SPLINES = "0.25", "0.3", "polyline"  # inches, inches, dot's edge routing
 NSLIMIT = "5"
 GRAPH_ATTRS: dict[str, str] = {"newrank": "true", "nodesep": NODESEP, "ranksep": RANKSEP, "splines": SPLINES}
@@ -46,18 +41,13 @@ DRAWING_ATTRS: dict[str, str] = {
 }
 
 
-TWO_LINE_HEIGHT = FONT_SIZE * 1.4 + 2 * PAD_Y + SUB_FONT_SIZE * 1.3
-
-
-def text_width(text: str, font_size: float) -> float:
-    """Estimated width in points of ``text`` set at ``font_size`` (``render`` uses the same estimate)."""
-    return len(text) * font_size * CHAR_WIDTH
+TWO_LINE_HEIGHT = LABEL_PT * 1.4 + 2 * PAD_Y + SUB_PT * 1.3
 
 
 def node_size(node: VisibleNode) -> tuple[float, float]:
     """Width and height in points of a node's box, from its label text."""
-    w = max(text_width(node.label, FONT_SIZE), text_width(node.sublabel, SUB_FONT_SIZE)) + 2 * PAD_X
-    h = TWO_LINE_HEIGHT if node.sublabel else FONT_SIZE * 1.4 + 2 * PAD_Y
+    w = max(text_width(node.label, LABEL_PT), text_width(node.sublabel, SUB_PT)) + 2 * PAD_X
+    h = TWO_LINE_HEIGHT if node.sublabel else LABEL_PT * 1.4 + 2 * PAD_Y
     return max(w, MIN_WIDTH), h
 
 
@@ -128,16 +118,16 @@ def build_dot(vg: VisibleGraph, rankdir: str = "TB", *, ids: bool = False) -> tu
         graph_type="digraph",
         rankdir=rankdir,
         fontname=FONT_NAME,
-        fontsize=str(CLUSTER_FONT_SIZE),
+        fontsize=str(HEADER_PT),
         **GRAPH_ATTRS,
         **(DRAWING_ATTRS if ids else {}),
     )
     two_lines = round(
         TWO_LINE_HEIGHT / 72, 4
     )  # most boxes carry a shape line: make theirs the default height
-    node_drawing = {"fontname": FONT_NAME, "fontsize": str(FONT_SIZE), "style": "rounded"} if ids else {}
+    node_drawing = {"fontname": FONT_NAME, "fontsize": str(LABEL_PT), "style": "rounded"} if ids else {}
     g.set_node_defaults(shape="box", fixedsize="true", height=two_lines, **node_drawing)
-    g.set_edge_defaults(fontname=FONT_NAME, fontsize=str(EDGE_FONT_SIZE), arrowsize="0.6")
+    g.set_edge_defaults(fontname=FONT_NAME, fontsize=str(EDGE_PT), arrowsize="0.6")
 
     subgraphs: dict[str | None, pydot.Dot | pydot.Subgraph] = {None: g}
     cluster_names: dict[str, str] = {}
@@ -200,11 +190,10 @@ INVISIBLE = (
 
 def _io_ranks(g: pydot.Dot, vg: VisibleGraph, dot_name: dict[str, int]) -> None:
     """Inputs on the first rank and outputs on the last (top and bottom in TB, left and right in LR), not
-    beside
-    the op that made them. Each input/output side shares one rank; an invisible edge runs from the first input
-    to every other box without an incoming edge, and from every box without an outgoing edge to the first
-    output, so no box ranks before the inputs or after the outputs. (``rank=min``/``max`` would say it in one
-    word, but Graphviz ignores them under ``newrank``.)"""
+    beside the op that made them. Each input/output side shares one rank; an invisible edge runs from the
+    first input to every other box without an incoming edge, and from every box without an outgoing edge to
+    the first output, so no box ranks before the inputs or after the outputs. (``rank=min``/``max`` would say
+    it in one word, but Graphviz ignores them under ``newrank``.)"""
     sides: dict[str, list[str]] = {"input": [], "output": []}
     for n in vg.nodes:
         side = io_side(n.id, n.kind)

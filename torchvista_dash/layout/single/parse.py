@@ -119,8 +119,8 @@ def spline_polylines(positions: list[str]) -> list[tuple[Point, ...]]:
 class LayoutReader:
     """Builds a Layout from dot's JSON objects and edges, given in batches in dot's order.
 
-    ``parse_json`` gives it a whole document; ``layout.stream`` gives it each run of complete elements while
-    dot is still writing the rest, so most of the reading happens before dot has finished.
+    ``parse_json`` gives it a whole document; ``layout.graphviz.stream`` gives it each run of complete
+    elements while dot is still writing the rest, so most of the reading happens before dot has finished.
     """
 
     def __init__(self, vg: VisibleGraph, names: DotNames, rankdir: str) -> None:
@@ -129,8 +129,7 @@ class LayoutReader:
         self.placed: list[tuple[str, str, str, str]] = []  # visible id, pos, width, height
         self.boxed: list[tuple[str, str]] = []  # cluster id, bb
         # dot numbers edges by tail node, not in DOT order: they are matched back by (tail, head, label),
-        # first
-        # come first served (edges with all three equal are interchangeable on screen)
+        # first come first served (edges with all three equal are interchangeable on screen)
         self.queue: dict[tuple[str, str, str], list[int]] = {}
         for i, ve in enumerate(vg.edges):
             self.queue.setdefault((ve.src, ve.dst, ve.label), []).append(i)

@@ -1,11 +1,11 @@
 """SVG / PNG / PDF through Graphviz's own renderer, drawing the *same* geometry as the plotly figure.
 
-Plotly's image export needs kaleido plus a Chrome it downloads; Graphviz is already required for
-the layout, so static files come from it: every box, cluster and edge of the ``Layout`` is written
-(with pydot, as the layout's DOT is) as a node/edge with a pinned position (``pos="x,y!"``, edge splines
-in ``pos``) and rendered with ``neato -n2``, which draws positions as given instead of laying out again.
-The run goes through the layout's process runner (``layout/run.py``: same time budget, ``$TVD_DOT_TIMEOUT``).
-Colours, shapes and label text come from the same tables as the figure (style.py).
+Plotly's image export needs kaleido plus a Chrome it downloads; Graphviz is already required for the layout,
+so static files come from it: every box, cluster and edge of the ``Layout`` is written (with pydot, as the
+layout's DOT is) as a node/edge with a pinned position (``pos="x,y!"``, edge splines in ``pos``) and rendered
+with ``neato -n2``, which draws positions as given instead of laying out again. The run goes through the
+layout's process runner (``layout/graphviz/run.py``: same time budget, ``$TVD_DOT_TIMEOUT``). Colours, shapes
+and label text come from the same tables as the figure (style.py).
 """
 
 from __future__ import annotations
@@ -18,23 +18,19 @@ import pydot
 
 from torchvista_dash.layout.graphviz.run import run_dot
 from torchvista_dash.layout.single.dot import Quoted
-from torchvista_dash.layout.types import Box, Layout, Point
+from torchvista_dash.layout.textmetrics import EDGE_PT, FONT_NAME, HEADER_PT, LABEL_PT, SUB_PT, text_width
+from torchvista_dash.layout.types import Box, Layout, Point, check_drawable
 from torchvista_dash.model.graph import Graph
 from torchvista_dash.render import shapes
-from torchvista_dash.render.figure import _bounds, _check
 from torchvista_dash.render.labels import Boxes, bold_em, edge_labels, header_rect
 from torchvista_dash.render.paint import Paint
 from torchvista_dash.render.style import CLOSE_MARK, Theme, get_theme, kind_style, node_text
 from torchvista_dash.render.svg.picture import HEADER_BASE as HEADER_OFFSET
 from torchvista_dash.render.svg.picture import HEADER_INSET as TOGGLE_INSET
+from torchvista_dash.render.svg.picture import extent
 from torchvista_dash.view.types import VisibleGraph, VisibleKind
 
 STATIC_FORMATS: tuple[str, ...] = ("svg", "png", "pdf")
-FONT = "Helvetica"
-FONT_PT = 11.0
-SMALL_PT = 9.0
-HEADER_PT = 10.0  # as the layout reserves for cluster labels
-EDGE_PT = 8.0
 PNG_DPI = 144
 PNG_MAX_PX = 16000  # long side; bigger views get a lower dpi instead of cairo's silent down-scaling
 
@@ -83,8 +79,9 @@ class _Html:
 
 
 def _a(**attrs: Any) -> dict[str, Any]:
-    """Attribute values quoted once, here, with layout.dot's quoting (HTML labels as they are): pydot writes
-    non-str values as given, and its own per-character quoting scan was half the time of the static DOT."""
+    """Attribute values quoted once, here, with layout.single.dot's quoting (HTML labels as they are): pydot
+    writes non-str values as given, and its own per-character quoting scan would be about half the time of the
+    static DOT."""
     return {
         k: (_Html(v) if v.startswith("<") else Quoted(v)) if isinstance(v, str) else v
         for k, v in attrs.items()
@@ -133,7 +130,7 @@ def static_dot(
     (and ``paint``'s: colour by cost, a diff)."""
     th: Theme = get_theme(theme)
     paint = paint or Paint()
-    _check(vg, layout, highlight)
+    check_drawable(vg, layout, highlight)
     x0, y0, x1, y1 = picture_bounds(layout, paint)
     g = pydot.Dot(
         "torchvista_dash",
@@ -144,11 +141,11 @@ def static_dot(
         pad="0.2",
         bb=f"{_num(x0)},{_num(y0)},{_num(x1)},{_num(y1)}",
     )
-    g.set_node_defaults(fontname=FONT, fontsize=_num(FONT_PT), margin="0", penwidth="1")
-    _legend(g, _bounds(layout), paint, th)
+    g.set_node_defaults(fontname=FONT_NAME, fontsize=_num(LABEL_PT), margin="0", penwidth="1")
+    _legend(g, extent(layout, 0.0), paint, th)
     g.set_edge_defaults(
         color=_colour(th.edge),
-        fontname=FONT,
+        fontname=FONT_NAME,
         fontsize=_num(EDGE_PT),
         fontcolor=_colour(th.muted),
         arrowsize="0.8",
@@ -199,7 +196,7 @@ def static_dot(
         html_label = _h(node_text(vn))
         sublabel = paint.sublabels.get(vn.id, vn.sublabel)
         if sublabel:
-            html_label += f'<BR/><FONT POINT-SIZE="{_num(SMALL_PT)}">{_h(sublabel)}</FONT>'
+            html_label += f'<BR/><FONT POINT-SIZE="{_num(SUB_PT)}">{_h(sublabel)}</FONT>'
         pen = 1.8 if vn.kind in ("module", "folded") or vn.failed else 1
         if bp is not None and bp.width:
             pen = bp.width
@@ -262,22 +259,18 @@ SWATCH = (16.0, 12.0)
 LEGEND_STEP = 16.0
 
 
-def _text_width(text: str, pt: float) -> float:
-    return len(text) * pt * 0.6
-
-
 def _legend_size(paint: Paint) -> tuple[float, float]:
     """(width, height) of the key drawn right of the picture: the paint's title, then a swatch per entry."""
     if not paint.legend:
         return 0.0, 0.0
-    labels = max(_text_width(t, SMALL_PT) for _, t in paint.legend)
-    width = max(_text_width(paint.title, HEADER_PT), SWATCH[0] + 6 + labels)
+    labels = max(text_width(t, SUB_PT) for _, t in paint.legend)
+    width = max(text_width(paint.title, HEADER_PT), SWATCH[0] + 6 + labels)
     return LEGEND_GAP + width + 8, LEGEND_STEP * (len(paint.legend) + 1) + 8
 
 
 def picture_bounds(layout: Layout, paint: Paint | None) -> tuple[float, float, float, float]:
     """The drawing's bounds with room for the paint's key (right of it, from the top)."""
-    x0, y0, x1, y1 = _bounds(layout)
+    x0, y0, x1, y1 = extent(layout, 0.0)
     w, h = _legend_size(paint or Paint())
     return x0, min(y0, y1 - h), x1 + w, y1
 
@@ -293,7 +286,7 @@ def _legend(g: pydot.Dot, bounds: tuple[float, float, float, float], paint: Pain
             pydot.Node(
                 "kt",
                 **_a(
-                    pos=f"{_num(left + _text_width(paint.title, HEADER_PT) / 2)},{_num(top - 6)}!",
+                    pos=f"{_num(left + text_width(paint.title, HEADER_PT) / 2)},{_num(top - 6)}!",
                     shape="plaintext",
                     fontsize=_num(HEADER_PT),
                     label=f"<<B>{_h(paint.title)}</B>>",
@@ -318,14 +311,14 @@ def _legend(g: pydot.Dot, bounds: tuple[float, float, float, float], paint: Pain
                 ),
             )
         )
-        tx = left + SWATCH[0] + 6 + _text_width(text, SMALL_PT) / 2
+        tx = left + SWATCH[0] + 6 + text_width(text, SUB_PT) / 2
         g.add_node(
             pydot.Node(
                 f"kl{i}",
                 **_a(
                     pos=f"{_num(tx)},{_num(y)}!",
                     shape="plaintext",
-                    fontsize=_num(SMALL_PT),
+                    fontsize=_num(SUB_PT),
                     label=f"<{_h(text)}>",
                     fontcolor=_colour(th.font),
                 ),

@@ -1,21 +1,16 @@
 """A laid-out view as SVG whose text follows the zoom: the picture under the figure's hit layer, as one
-document
-(``picture_svg``) or cut into tiles (``picture_pieces``, ``tiles.py``: why).
+document (``picture_svg``) or cut into tiles (``picture_pieces``, ``tiles.py``: why).
 
 Plotly sizes text in pixels, so text drawn by plotly cannot grow with the boxes when the user zooms. A plotly
 layout image in data coordinates does: the figure places this SVG over the ``Layout``'s own coordinates
-(points),
-so the browser scales boxes, edges and text together, with no server round trip and no JavaScript.
+(points), so the browser scales boxes, edges and text together, with no server round trip and no JavaScript.
 
 Level of detail lives inside the SVG as CSS media queries. An SVG drawn as an image has its own viewport, the
-size
-the image is drawn at, so ``@media (max-width: …)`` there reads the current zoom: below a scale (pixels per
-point)
-the shape lines and edge labels go, then op names, then module names and headers, as maps do. Above a scale
-the
-text stops growing (``MAX_TEXT_PX``). Every label is shortened with "…" to fit its box at the layout's own
-font
-estimate (``layout.dot.text_width``), so no label spills out of its box or over a neighbour at any zoom.
+size the image is drawn at, so ``@media (max-width: …)`` there reads the current zoom: below a scale (pixels
+per point) the shape lines and edge labels go, then op names, then module names and headers, as maps do. Above
+a scale the text stops growing (``MAX_TEXT_PX``). Every label is shortened with "…" to fit its box at the
+layout's own font estimate (``layout.textmetrics.text_width``), so no label spills out of its box or over a
+neighbour at any zoom.
 """
 
 from __future__ import annotations
@@ -25,19 +20,15 @@ import html
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+from torchvista_dash.layout.textmetrics import EDGE_PT, FONT_FAMILY, HEADER_PT, LABEL_PT, SUB_PT
 from torchvista_dash.layout.types import Box, Layout, Point
 from torchvista_dash.render import shapes
 from torchvista_dash.render.labels import (
-    EDGE_PT,
-    FONT_FAMILY,
     HEADER_BASE,
     HEADER_INSET,
-    HEADER_PT,
-    LABEL_PT,
     LOD_SCALE,
     MAX_TEXT_PX,
     OVERVIEW_PX,
-    SUB_PT,
     TEXT_BANDS,
     TEXT_PAD,
     Boxes,
@@ -59,10 +50,8 @@ from torchvista_dash.view.types import VisibleGraph
 __all__ = [
     "HEADER_BASE",
     "HEADER_INSET",
-    "LABEL_PT",
     "LOD_SCALE",
     "OVERVIEW_PX",
-    "SUB_PT",
     "Piece",
     "canvas_extent",
     "data_uri",
@@ -392,9 +381,8 @@ def picture_svg(
     """The view as one SVG document covering ``ext`` (points): clusters, edges, boxes, labels, headers.
 
     ``labels=False`` draws no text at all; ``details=False`` no shape lines or edge labels. Either way the
-    level
-    of detail then follows the zoom as the module docstring says. ``paint`` recolours some boxes and outlines
-    some clusters (inline styles over the kind classes: colour by cost, a diff)."""
+    level of detail then follows the zoom as the module docstring says. ``paint`` recolours some boxes and
+    outlines some clusters (inline styles over the kind classes: colour by cost, a diff)."""
     return picture_pieces(vg, layout, th, ext, labels=labels, details=details, paint=paint)[0].svg
 
 
@@ -410,9 +398,8 @@ def picture_pieces(
     tile: float | None = None,
 ) -> list[Piece]:
     """The view as SVG pieces that together cover ``ext``: one piece (``picture_svg``) when ``tile`` is None
-    or
-    the view is small, else the tiles of a grid of at least ``tile`` points square over the drawing, at most
-    ``tiles.MAX_TILES`` (``tiles.py``: why), empty tiles left out."""
+    or the view is small, else the tiles of a grid of at least ``tile`` points square over the drawing, at
+    most ``tiles.MAX_TILES`` (``tiles.py``: why), empty tiles left out."""
     items = _items(vg, layout, th, ext, labels=labels, details=details, paint=paint)
     cv, kinds, ov_rules = items.canvas, items.kinds, items.overview_rules
     grid = tiles.Grid.bounded(ext, extent(layout, 0.0), tile, len(vg.nodes))

@@ -1,10 +1,9 @@
 """Cutting the picture into tiles: a grid over its canvas, each element put into every tile it may draw in.
 
-Why (measured in bench/bench_zoom_parts.py, see the README): at every zoom or pan step the browser restyles,
-lays
-out and repaints a whole SVG image drawn at a new size, its off-screen parts and hidden labels included. Cut
-into tiles, one plotly layout image each, a step costs only the tiles on screen: Chromium does not draw an
-image outside the plot, so it never restyles it either.
+Why (bench/bench_zoom_parts.py measures it, docs/performance.md has the figures): at every zoom or pan step
+the browser restyles, lays out and repaints a whole SVG image drawn at a new size, its off-screen parts and
+hidden labels included. Cut into tiles, one plotly layout image each, a step costs only the tiles on screen:
+Chromium does not draw an image outside the plot, so it never restyles it either.
 
 Tiles overlap by ``OVERLAP`` points, and an element near a border is in both tiles, so neighbours draw the
 same pixels there and no seam shows between them.
@@ -23,10 +22,10 @@ Cell = tuple[int, int]  # (column from the left, row from the top)
 OVERLAP = 1.0  # points each tile reaches into its neighbours
 
 
-# Tiles pay at zoom and cost at load: every image is a request, a parse and a restyle for the browser
-# (bigpic's run
-# in the README: a 6-layer Llama every op in 182 tiles took 3-4x longer to load than in one image). So a view
-# under MIN_TILED_BOXES boxes is one image, and a bigger one has at most MAX_TILES, their side grown to fit.
+# Tiles pay at zoom and cost at load: every image is a request, a parse and a restyle for the browser (a
+# 6-layer Llama every op cut into 182 tiles loads 3-4x slower than as one image; bench/bench_vs_torchvista.py
+# measures page loads). So a view under MIN_TILED_BOXES boxes is one image, and a bigger one has at most
+# MAX_TILES, their side grown to fit.
 MIN_TILED_BOXES = 1000
 MAX_TILES = 24
 
@@ -87,7 +86,7 @@ class Grid:
     def sort(self, layers: list[list[Item]]) -> dict[Cell, list[list[str]]]:
         """Per cell that anything draws in: each layer's elements that may draw there, in their order. The
         cells an element spans are found for all of a layer's elements at once (``_spans``): one by one, that
-        was 0.1 s of an 80-layer view's 0.6 s figure."""
+        is about a sixth of an 80-layer view's figure (bench/bench_figure_build.py)."""
         n = len(layers)
         if len(self) == 1:
             return {(0, 0): [[text for _, text in items] for items in layers]} if any(layers) else {}
