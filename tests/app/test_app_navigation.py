@@ -16,6 +16,8 @@ from support_app import (
     figure_picture,
     graph_dom_id,
     open_demo,
+    screen_xy,
+    start,
     wait_drawn,
     wait_ids,
     wait_settled,
@@ -186,3 +188,45 @@ def _close(shown: list[list[float]], whole: list[list[float]]) -> bool:
     (wx0, wx1), (wy0, wy1) = whole
     inside = sx0 <= wx0 + 1 and sx1 >= wx1 - 1 and sy0 <= wy0 + 1 and sy1 >= wy1 - 1
     return inside and (sx1 - sx0) < 3 * (wx1 - wx0) + 100 and (sy1 - sy0) < 3 * (wy1 - wy0) + 100
+
+
+def test_the_details_panel_wraps_long_values_instead_of_cutting_them(page: Any) -> None:
+    import torch
+    from torch import nn
+
+    from torchvista_dash import trace_model
+    from torchvista_dash.app.server.server import make_app
+
+    class Long(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.add_module("projection_" + "with_a_name_nobody_would_type_" * 6, nn.Linear(4, 4))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return next(iter(self.children()))(x).relu()
+
+    srv = start(make_app([trace_model(Long(), torch.zeros(2, 4))], depth=None))
+    try:
+        page.goto(srv.url)
+        wait_drawn(page, "main")
+        click_id(page, "main", "n:3")  # the linear inside the long-named module
+        panel = page.locator(css_id("main", "details"))
+        panel.get_by_text("with_a_name_nobody", exact=False).first.wait_for(timeout=20_000)
+        fits = panel.evaluate("e => e.scrollWidth <= e.clientWidth + 1")
+        page.screenshot(path="/tmp/nav-details-wrap.png")
+        assert fits, "a long value ran past the details panel's edge"
+    finally:
+        srv.stop()
+
+
+def test_an_edge_has_a_hover_of_its_own(page: Any, gallery_url: str) -> None:
+    open_demo(page, gallery_url, "mlp&depth=-1")
+    x, y = screen_xy(page, G, "", ("edges:hover",))  # the first edge's first hover target: x → linear
+    page.mouse.move(x - 2, y)
+    page.mouse.move(x, y)
+    label = page.locator(".hoverlayer .hovertext")
+    label.first.wait_for(timeout=20_000)
+    text = label.first.text_content() or ""
+    page.screenshot(path="/tmp/nav-edge-hover.png")
+    assert "4×32 float32" in text and "from: x" in text and "to: linear" in text, text
+    assert "512 B" in text, text  # its bytes
