@@ -118,7 +118,7 @@ def find_field(aio_id: Any, shown: bool, turn: int = 0) -> html.Div | html.Span 
     field = dcc.Input(
         id=_ids.find(aio_id),
         type="text",
-        debounce=True,
+        debounce=False,  # its value is read (State) when Enter is pressed: always the text typed
         autoFocus=shown,
         placeholder="Find… (Enter: first match, N / Shift+N: next / previous)",
         style={"width": "320px"} if shown else {"display": "none"},
@@ -295,7 +295,7 @@ class ModelGraph(html.Div):
         )
         toolbar3 = html.Div(
             [
-                _label("Selection:"),
+                html.Span("Selection:", style={"color": "#8a94a6"}, className="tvd-selection-label"),
                 dcc.Dropdown(
                     id=_ids.reach(aio_id),
                     options=[{"label": REACH_LABELS[m], "value": m} for m in REACH_MODES],
@@ -314,7 +314,9 @@ class ModelGraph(html.Div):
                     style={"minWidth": "340px", "flex": "1"},
                     className="tvd-path-to",
                 ),
-                html.Button("Clear selection", id=_ids.clear(aio_id), n_clicks=0, style=BUTTON),
+                html.Button(
+                    "Clear selection", id=_ids.clear(aio_id), n_clicks=0, style=BUTTON, className="tvd-clear"
+                ),
                 html.Div(find_field(aio_id, shown=False), id=_ids.find_box(aio_id), className="tvd-find"),
             ],
             style=ROW,
