@@ -26,8 +26,8 @@ EDGES = "edges:hover"  # small bars along each edge: its own hover (what it carr
 HIT_TRACES = (EDGES, NODES, HEADERS)
 EDGE_BAR = 7.0  # points: an edge's hover targets, squares on its line
 EDGE_STEP = 28.0  # points between two of them
-EDGE_BARS_PER_EDGE = 8
-EDGE_BAR_BUDGET = 20_000  # past it, one target per edge (its middle): a figure's bars stay bounded
+EDGE_BARS_PER_EDGE = 3
+EDGE_BAR_BUDGET = 6_000  # past it, one target per edge (its middle): a figure's bars stay bounded
 HEADER_ROW = 20.0  # points: a cluster's header row (the layout leaves about 26 above its contents)
 _HIDDEN = "rgba(0,0,0,0)"
 # the per-bar arrays of a hit trace, all culled alike
@@ -152,8 +152,9 @@ def is_hit_trace(trace: dict[str, Any]) -> bool:
 
 
 def count(data: list[dict[str, Any]]) -> int:
-    """How many bars the hit traces of a figure's ``data`` hold."""
-    return sum(len(t.get("x") or ()) for t in data if is_hit_trace(t))
+    """How many boxes and header rows have bars in a figure's ``data`` (what decides whether the app culls
+    them; an edge's hover targets go along with the rest, but do not count)."""
+    return sum(len(t.get("x") or ()) for t in data if is_hit_trace(t) and t.get("name") != EDGES)
 
 
 def cull(
