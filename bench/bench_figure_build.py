@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-RESULTS = ROOT / "bench" / "results" / "figure_build.md"
+RESULTS = ROOT / "bench" / "results" / "figure_build.md"  # (another --model: figure_build_<model>.md)
 
 
 def main() -> None:
@@ -34,11 +34,13 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     import bench.bench_vs_torchvista as bt
+    import bench.moe_models as moe
     from torchvista_dash import trace_model
     from torchvista_dash.app.traces.pictures import Collector
     from torchvista_dash.render import figure_dict, make_figure
 
-    t = trace_model(*getattr(bt, args.model)())
+    make = getattr(bt, args.model, None) or getattr(moe, args.model)  # bench_vs_torchvista's, or moe_models'
+    t = trace_model(*make())
     vg = t.view(depth=None, fold_repeats=False)
     lay = t.layout(vg)
     load0 = os.getloadavg()
@@ -90,7 +92,8 @@ def main() -> None:
         "(2 cores).",
         "",
     ]
-    RESULTS.write_text("\n".join(lines), encoding="utf-8")
+    out = RESULTS if args.model == "llama80" else RESULTS.with_name(f"figure_build_{args.model}.md")
+    out.write_text("\n".join(lines), encoding="utf-8")
     print("\n".join(lines))
 
 

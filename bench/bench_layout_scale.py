@@ -2,7 +2,7 @@
 (``method="single"``), on the same views, in one run: time and drawing quality.
 
 Command (from the repository root):
-    .venv/bin/python bench/bench_layout_scale.py [--repeat 3] [--single-timeout 60]
+    .venv/bin/python bench/bench_layout_scale.py [--repeat 3] [--single-timeout 60] [--moe-only] [--stretch]
 
 Per view: cold ``layout_view`` (every cache cleared; median of --repeat), the single run on the same view
 (dot stopped after --single-timeout s), and for both drawings: box overlaps, boxes outside their clusters,
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import platform
 import statistics
 import subprocess
@@ -44,6 +45,7 @@ from torchvista_dash.view import build as view
 from torchvista_dash.view.types import VisibleGraph
 
 RESULTS = Path(__file__).parent / "results" / "layout_scale.md"
+MOE_RESULTS = RESULTS.with_name("layout_scale_moe.md")  # --moe-only
 COMMAND = ".venv/bin/python bench/bench_layout_scale.py"
 TOL = 1.0
 
@@ -377,7 +379,7 @@ def llama_rows(repeat: int, single_timeout: float, baseline_timeout: float | Non
             t, lay = cold(vg, "composed")
             cold_t.append(t)
             close_t.append(timed(lambda c=closed: layout.layout_view(c))[0])
-            layout._cache.clear()  # the view cache would answer; the piece cache must
+            # layout_view keeps no whole views: the piece cache answers the way back
             reopen_t.append(timed(lambda v=vg: layout.layout_view(v))[0])
         q = quality(vg, lay)
         rows.append(
@@ -400,6 +402,60 @@ def llama_rows(repeat: int, single_timeout: float, baseline_timeout: float | Non
     return rows + ["", *toggles]
 
 
+def moe_rows(repeat: int, stretch: bool) -> list[str]:
+    """The Qwen3-MoE configs (``bench/moe_models.py``): tracing against the forward, the every-op view's cold
+    layout, a click (closing one decoder layer) and its undo with the view cache cleared, the figure, and
+    the drawing's extent (wrapped stacks: about as wide as tall), with the load average around each row."""
+    from bench import moe_models
+    from torchvista_dash.render import figure_dict
+
+    out = ["", "## Mixture of experts, every op", ""]
+    configs = [("Qwen3-MoE 48 layers x 128 experts, fused experts", moe_models.qwen3_moe_fused)]
+    configs.append(("Qwen3-MoE 48 layers x 128 experts, eager experts", moe_models.qwen3_moe_eager))
+    if stretch:
+        configs.append(("MoE 48 layers x 256 experts, eager experts", moe_models.moe256_eager))
+    for name, make in configs:
+        load0 = os.getloadavg()[0]
+        model, ids = make()
+        fwd, tr = [], []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            with torch.no_grad():
+                model(ids)
+            fwd.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            t = trace_model(model, (ids,))
+            tr.append(time.perf_counter() - t0)
+        g = t.graph
+        spec = view.make_spec(g, depth=None, fold_repeats=False)
+        vg = view.build_view(g, spec)
+        closed = view.build_view(g, view.toggle(g, spec, "mod:layers.20"))
+        cold_t, close_t, reopen_t, fig_t = [], [], [], []
+        for _ in range(repeat):
+            t_cold, lay = cold(vg, "composed", timeout=600)
+            cold_t.append(t_cold)
+            close_t.append(timed(lambda c=closed: layout.layout_view(c))[0])
+            layout._cache.clear()  # the view cache would answer; the piece cache must
+            reopen_t.append(timed(lambda v=vg: layout.layout_view(v))[0])
+            t0 = time.perf_counter()
+            figure_dict(g, vg, lay)
+            fig_t.append(time.perf_counter() - t0)
+        q = quality(vg, lay)
+        ops = sum(1 for n in g.nodes if n.kind == "op")
+        med = statistics.median
+        out.append(
+            f"- {name}: {ops:,} ops; forward {med(fwd):.3f} s, trace {med(tr):.3f} s "
+            f"({med(tr) / med(fwd):.1f}x the forward); every op {len(vg.nodes):,} boxes, {len(vg.edges):,} "
+            f"edges, {len(vg.clusters):,} clusters: layout cold {med(cold_t):.2f} s, closing layers.20 "
+            f"{med(close_t):.3f} s, opening it again (view cache cleared) {med(reopen_t):.3f} s, figure "
+            f"{med(fig_t):.2f} s; drawing {lay.width:,.0f} x {lay.height:,.0f} pt, defects {_bad(q)}, "
+            f"{q['crossings']:,.0f} crossings (median of {repeat}; 1-minute load {load0:.1f} at the start, "
+            f"{os.getloadavg()[0]:.1f} at the end)."
+        )
+        print(out[-1], flush=True)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
@@ -410,7 +466,25 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="seconds for each fallback single run (default: --single-timeout)",
     )
+    ap.add_argument("--moe-only", action="store_true", help="only the mixture-of-experts rows")
+    ap.add_argument("--stretch", action="store_true", help="with the 256-expert eager MoE")
     args = ap.parse_args(argv)
+    if args.moe_only:
+        text = (
+            "\n".join(
+                [
+                    "# Layout at any size: mixture of experts",
+                    "",
+                    f"Command: `{COMMAND} --moe-only"
+                    f" --repeat {args.repeat}{' --stretch' if args.stretch else ''}`",
+                    *moe_rows(args.repeat, args.stretch),
+                ]
+            )
+            + "\n"
+        )
+        MOE_RESULTS.write_text(text, encoding="utf-8")
+        print(text)
+        return 0
     rows: list[str] = []
     for name in DEMOS:
         g = demo_trace(name).graph
@@ -462,6 +536,7 @@ def main(argv: list[str] | None = None) -> int:
     print(rows[-1], flush=True)
     rows += llama_rows(args.repeat, args.single_timeout, args.baseline_timeout)
     print(rows[-1], flush=True)
+    rows += moe_rows(args.repeat, args.stretch)
     dot_version = subprocess.run([layout.find_dot(), "-V"], capture_output=True, text=True).stderr.strip()
     table = [
         "# Layout at any size: by module (composed) against one dot run (single)",

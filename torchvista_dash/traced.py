@@ -8,7 +8,7 @@ wraps the result here: the facade sits on top, no stage calls back into it.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -86,6 +86,13 @@ class Trace:
 
     def to_json(self) -> str:
         return self.graph.to_json()
+
+    def push(self, url: str, token: str | None = None) -> str:
+        """Send this trace to the server at ``url`` (started with ``--push-token``); returns the link of the
+        page that shows it, on any of its workers or hosts. ``token``: default ``$TVD_PUSH_TOKEN``."""
+        from torchvista_dash.app.http.push import push_trace
+
+        return push_trace(self, url, token)
 
     # ---- costs -------------------------------------------------------------------------
     def stats(self, as_frame: bool = False) -> Any:
@@ -222,6 +229,7 @@ def trace_model(
     flops: bool = True,
     timing: bool = False,
     values: bool = False,
+    grads: Callable[[Any], Any] | None = None,
 ) -> Trace:
     """Trace ``model(*inputs, **kwargs)`` once, under ``torch.no_grad()``, and restore the model afterwards.
 
@@ -235,6 +243,9 @@ def trace_model(
     ``values=True`` records a summary of every tensor's values (min, max, mean, std, NaN and Inf counts,
     fraction of zeros, a few elements) in the same pass: shown in hover and details, and what
     ``first_nonfinite()``, ``compare`` and ``color_by="absmax"/"std"/"zeros"/"nonfinite"`` read.
+    ``grads=lambda out: out.logits.sum()`` runs one backward pass after the recorded forward and keeps each
+    parameter's gradient norm (``color_by="grad_norm"``; parameters the loss does not reach are listed in
+    hover and details); the model's own ``.grad`` are left as they were.
     """
     from torchvista_dash import __version__
     from torchvista_dash.frontends.trace import trace_graph, user_stacklevel
@@ -248,6 +259,7 @@ def trace_model(
         flops=flops,
         timing=timing,
         values=values,
+        grads=grads,
     )
     if error is not None:
         hint = ""

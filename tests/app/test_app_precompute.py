@@ -55,7 +55,7 @@ def test_stale_jobs_are_dropped_unrun_and_the_worker_waits_for_quiet() -> None:
     assert done.wait(10) and time.monotonic() - started >= 0.3  # not before the answer could go out
 
 
-def test_the_worker_waits_while_any_flask_app_answers_a_request_and_a_moment_after() -> None:
+def test_the_worker_waits_while_a_watched_app_answers_a_request_and_a_moment_after() -> None:
     # the page fetching the pictures of the answer that queued the work: the work would take a core from it
     import flask
 
@@ -63,7 +63,8 @@ def test_the_worker_waits_while_any_flask_app_answers_a_request_and_a_moment_aft
     entered, release = threading.Event(), threading.Event()
     app.add_url_rule("/picture", "picture", lambda: (entered.set(), release.wait(30), "svg")[2])
     p = Precomputer(delay_s=0.2)
-    p.watch_requests()
+    p.watch_requests(app)
+    p.watch_requests(app)  # once per app, however often it is asked
     fetch = threading.Thread(target=lambda: app.test_client().get("/picture"), daemon=True)
     fetch.start()
     assert entered.wait(10)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from torchvista_dash.model.metrics import get_metric, metric_names
+from torchvista_dash.model.metrics import UserValues, get_metric, metric_names
 
 ThemeName = Literal["light", "dark"]
 Rankdir = Literal["TB", "LR", "BT", "RL"]
@@ -141,7 +141,9 @@ class DrawOptions:
     highlight: str | None = None  # a visible id outlined (a search hit)
     labels: bool | None = None  # text labels (None/True: drawn as the zoom allows; False: none)
     details: bool | None = None  # shape lines and edge labels (None/True: as the zoom allows; False: none)
-    color_by: str | None = None  # colour boxes by a metric: "flops", "params", "bytes", "time" (metrics.py)
+    # colour boxes by a metric ("flops", "params", "bytes", "time", ...: metrics.py), or by the user's numbers
+    # per module or node (a mapping, kept as metrics.UserValues)
+    color_by: str | UserValues | None = None
     # a visible id whose inputs and outputs are lit, the rest dimmed (view/reach.py): how far (``reach``), or
     # every path between it and ``path_to``
     selected: str | None = None
@@ -150,7 +152,9 @@ class DrawOptions:
 
     def __post_init__(self) -> None:
         _choice("theme", self.theme, THEMES)
-        if self.color_by is not None:
+        if isinstance(self.color_by, Mapping):
+            object.__setattr__(self, "color_by", UserValues.of(self.color_by))
+        elif self.color_by is not None and not isinstance(self.color_by, UserValues):
             get_metric(self.color_by)  # a clear error naming the metrics
         _choice("rankdir", self.rankdir, RANKDIRS)
         for name in ("highlight", "selected", "path_to"):

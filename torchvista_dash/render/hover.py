@@ -11,6 +11,7 @@ import textwrap
 from collections.abc import Iterable
 
 from torchvista_dash.model.graph import Graph, ModuleCall, Node, TensorMeta, meta_text, numel, shown_args
+from torchvista_dash.model.metrics import grad_lines
 from torchvista_dash.model.values import ValueStats, describe, tensor_values
 from torchvista_dash.view.types import Cluster, VisibleEdge, VisibleGraph, VisibleNode
 
@@ -85,6 +86,8 @@ class HoverIndex:
             lines.append(f"parameters: {call.num_params:,}")
         if call.extra_repr:
             lines.append(wrap(call.extra_repr, limit=200))
+        if "grads" in self.graph.measured:
+            lines += [f"{esc(k)}: {wrap(v, limit=240)}" for k, v in grad_lines(self.graph, call.qualname)]
         return lines
 
     def _call_of(self, call_id: str | None) -> ModuleCall | None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from dash import html
 
-from torchvista_dash.app.actions.valuerows import node_value_rows, output_value_rows
+from torchvista_dash.app.actions.valuerows import grad_rows, node_value_rows, output_value_rows
 from torchvista_dash.app.traces import registry
 from torchvista_dash.model.costs import cost_lines, heaviest_children, human
 from torchvista_dash.model.graph import (
@@ -127,6 +127,7 @@ def _module(trace_id: str, call: ModuleCall) -> list:
     rows.append(_row("inputs", ", ".join(meta_text(m) for m in ins) or "—"))
     rows.append(_row("outputs", ", ".join(meta_text(m) for m in outs) or "—"))
     rows += [_row(k, v) for k, v in output_value_rows(graph, call_tensors(trace_id, call.id)[1])]
+    rows += [_row(k, v) for k, v in grad_rows(graph, call.qualname)]
     own = sum(numel(p.shape) for p in call.params if not p.is_buffer)
     model_params = graph.total_params
     share = f" ({100.0 * call.num_params / model_params:.1f} % of the model)" if model_params else ""

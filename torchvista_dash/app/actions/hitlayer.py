@@ -22,7 +22,6 @@ from typing import Any
 
 from dash import Patch, no_update
 
-from torchvista_dash.app.http import picture_routes
 from torchvista_dash.app.traces import state
 from torchvista_dash.app.traces.page_state import PageState
 from torchvista_dash.layout.types import Box
@@ -87,11 +86,18 @@ def _cull_patch(data: list[dict[str, Any]], ranges: Ranges, rev: int, fig: Any =
 
 # ---- the app's figures ------------------------------------------------------------------------
 def sent_figure(
-    trace_id: str, spec: ViewSpec, draw: DrawOptions, ranges: Ranges, rev: int
+    trace_id: str,
+    spec: ViewSpec,
+    draw: DrawOptions,
+    ranges: Ranges,
+    rev: int,
+    *,
+    picture_base: str | None = None,
 ) -> tuple[dict[str, Any], Hits]:
     """The figure a ModelGraph is sent at ``ranges`` (its ``rev``-th view change), with only the hit bars
-    worth sending there, and the ``hits`` record of them."""
-    fig = state.figure_with_ranges(trace_id, spec, draw, ranges, picture_base=picture_routes.base_url())
+    worth sending there, and the ``hits`` record of them. Its pictures are URLs under ``picture_base`` (the
+    app's picture route, ``picture_routes.base_url``), or data URIs for None."""
+    fig = state.figure_with_ranges(trace_id, spec, draw, ranges, picture_base=picture_base)
     data, record = culled(fig["data"], ranges, rev)
     return {"data": data, "layout": {**fig["layout"], "uirevision": state.uirevision(rev)}}, record
 

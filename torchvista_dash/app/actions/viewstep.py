@@ -285,10 +285,12 @@ def answer(
     click: dict[str, Any] | None = None,
     *,
     shift: bool = False,
+    picture_base: str | None = None,
 ) -> ViewAnswer:
     """``update_view``'s answer to one action but the search box's (its own); ``page`` is the state as the
     browser last drew it, ``current`` the same with the toolbar's current values, ``shown_depth`` the depth
-    control's value, ``click`` the clickData of a click (its box's drawn size tells the plot's scale)."""
+    control's value, ``click`` the clickData of a click (its box's drawn size tells the plot's scale),
+    ``picture_base`` where the app serves pictures (None: inside the figure)."""
     result = step(trigger, value, current if current is not None else page, relayout, click, shift=shift)
     if result is None:
         return ViewAnswer()
@@ -321,7 +323,8 @@ def answer(
         fig["layout"]["uirevision"] = state.uirevision(rev)
         hits = hitlayer.patch(tid, spec, draw, ranges, rev, fig)[1]
     else:
-        fig, hits = hitlayer.sent_figure(tid, spec, draw, ranges, rev)
+        fig, hits = hitlayer.sent_figure(tid, spec, draw, ranges, rev, picture_base=picture_base)
+    # unchanged outputs are not sent: each one sent costs the browser a React update on every click
     new_notes = state.visible(tid, spec).notes
     same_notes = new_notes == state.visible(tid, page.spec).notes
     same_theme = draw.theme == old_draw.theme

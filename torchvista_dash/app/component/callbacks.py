@@ -27,6 +27,7 @@ from torchvista_dash.app.actions.valuerows import first_nonfinite_id
 from torchvista_dash.app.actions.viewstep import ViewAnswer, answer, clicked_id, details_for, with_controls
 from torchvista_dash.app.component.component import HAS_KEYS, find_field
 from torchvista_dash.app.component.ids import ids
+from torchvista_dash.app.http import picture_routes
 from torchvista_dash.app.traces import firstview, page_state, progress, registry
 
 _MARK = str(Output(ids.graph(MATCH), "figure"))  # in the key of the set's first callback, in any app
@@ -215,6 +216,7 @@ def register(callback: Callable[..., Any]) -> None:
                 controls["depth"],
                 click if trigger == "graph" else None,
                 shift=isinstance(pointer, dict) and pointer.get("shiftKey") is True,
+                picture_base=picture_routes.base_url(dash.get_app()),
             )
         # a chosen search hit is shown (centred, highlighted, in the details), then the box is emptied: a box
         # holding a value puts the cursor on that option when reopened, and the next typing would be lost

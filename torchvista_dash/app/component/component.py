@@ -3,8 +3,9 @@
     app.layout = html.Div([ModelGraph(t1, id="enc"), ModelGraph(t2, id="dec")])
 
 The constructor registers the trace in the server-side registry and draws the first view on the
-server, so the page shows the graph without waiting for a callback. Its callbacks (``callbacks.py``)
-are registered once, at import, with pattern-matching ids.
+server, so the page shows the graph without waiting for a callback. Its callbacks (``callbacks.py``), with
+pattern-matching ids, go on an app by ``install(app)``, or, in a user's app that was not installed, as a
+``dash.callback`` set defined when the first ModelGraph is made (aio.py).
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+import dash
 from dash import dcc, html
 
 from torchvista_dash.app.actions import hitlayer, viewstep
 from torchvista_dash.app.actions.details import details, header, selection
 from torchvista_dash.app.actions.search import browse
 from torchvista_dash.app.component.ids import ids as _ids
+from torchvista_dash.app.http import picture_routes
 from torchvista_dash.app.traces import firstview, progress, registry, state
 from torchvista_dash.app.traces.page_state import PageState
 from torchvista_dash.model.graph import Graph
@@ -142,7 +145,9 @@ class ModelGraph(html.Div):
     ``fold_repeats``, ``show_params``, ``labels``, ``details``; or whole ``view=``/``draw=`` objects;
     ``spec``: an exact first view (``view.build.make_spec``), as a shared link names it; ``bookmarks``: the
     views keys 1-9 recall (the page's address keeps them). ``root="layers.3"``: one module as its own graph.
-    Other keywords go to the outer ``html.Div``.
+    ``app``: the Dash app it is shown in, whose picture route serves its first figure's pictures
+    (``torchvista_dash.install(app)``; without it they travel inside the figure). Other keywords go to the
+    outer ``html.Div``.
     """
 
     ids = _ids
@@ -157,8 +162,10 @@ class ModelGraph(html.Div):
         draw: DrawOptions | None = None,
         spec: ViewSpec | None = None,
         bookmarks: Mapping[int, str] | None = None,
+        app: dash.Dash | None = None,
         **kwargs: Any,
     ) -> None:
+        picture_base = picture_routes.base_url(app)
         if isinstance(trace, Graph):
             trace = Trace(trace)
         if not isinstance(trace, Trace):
@@ -174,6 +181,11 @@ class ModelGraph(html.Div):
         trace = trace.focused(view.root)  # one module as its own graph
         if draw.rankdir not in APP_RANKDIRS:
             raise ValueError(f"rankdir must be 'TB' or 'LR' in the app, not {draw.rankdir!r}")
+        if draw.color_by is not None and not isinstance(draw.color_by, str):
+            raise TypeError(
+                "ModelGraph colours by the metrics of its menu (color_by='flops', 'absmax', ...); your "
+                "own numbers per module colour Trace.figure(color_by={...}) and Trace.export(color_by=...)"
+            )
         if view.node_budget != DEFAULT_NODE_BUDGET:
             raise ValueError(
                 f"ModelGraph draws at most {DEFAULT_NODE_BUDGET:,} boxes per view; node_budget is "
@@ -192,7 +204,7 @@ class ModelGraph(html.Div):
         ready = firstview.prepared(tid, spec, draw)  # else the page asks for it, and shows its progress
         if ready:
             ranges = state.start_ranges(state.layout_of(tid, spec, draw.rankdir))
-            figure, hits = hitlayer.sent_figure(tid, spec, draw, ranges, 0)
+            figure, hits = hitlayer.sent_figure(tid, spec, draw, ranges, 0, picture_base=picture_base)
             state.precompute_neighbours(tid, spec, draw)
         else:
             ranges, hits = firstview.PENDING_RANGES, None
@@ -271,7 +283,9 @@ class ModelGraph(html.Div):
                     style={"minWidth": "380px", "flex": "1"},
                     className="tvd-search",
                 ),
-                color_by_control(_ids.color_by(aio_id), graph, draw.color_by),
+                color_by_control(
+                    _ids.color_by(aio_id), graph, draw.color_by if isinstance(draw.color_by, str) else None
+                ),
                 first_nonfinite_button(_ids.first_nonfinite(aio_id), graph),
                 html.Span("Export view:", className="tvd-export-label"),
                 html.Button("HTML", id=_ids.export_html(aio_id), n_clicks=0, style=BUTTON),

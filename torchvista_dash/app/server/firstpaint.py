@@ -22,7 +22,6 @@ import html
 from dataclasses import replace
 from typing import Any
 
-from torchvista_dash.app.http import picture_routes
 from torchvista_dash.app.traces import registry, state
 from torchvista_dash.model.options import DEFAULT_DRAW, DEFAULT_VIEW, DrawOptions, ViewOptions
 from torchvista_dash.render.style import get_theme
@@ -98,9 +97,10 @@ def first_picture_html(
     *,
     height: str = "72vh",
     top_px: int = GRAPH_TOP_PX,
+    picture_base: str | None = None,
 ) -> str:
     """The overlay (style, picture, model name) for the view a ModelGraph with these options draws first; ""
-    when its pictures cannot be referenced by URL (outside a request of an app serving the picture route).
+    when its pictures cannot be referenced by URL (``picture_base`` None: the app serves no picture route).
     ``top_px``: where the ModelGraph's plot starts on the page, so the picture sits where the graph will
     be."""
     spec, highlight = state.first_view(trace_id, view)
@@ -111,7 +111,7 @@ def first_picture_html(
         spec,
         draw,
         ranges,  # what the ModelGraph starts with
-        picture_base=picture_routes.base_url(),
+        picture_base=picture_base,
     )
     body = images_html(figure)
     if body is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from torchvista_dash.app.traces import pictures, progress, registry
+from torchvista_dash.app.traces import pictures, progress, registry, sharing
 from torchvista_dash.app.traces.precompute import Precomputer
 from torchvista_dash.layout import layout_view, reporting
 from torchvista_dash.layout.types import Layout
@@ -109,9 +109,12 @@ def layout_of(trace_id: str, spec: ViewSpec, rankdir: str) -> Layout:
     work = ("layout", trace_id, spec, rankdir)
 
     def make() -> Layout:
+        vg = visible(trace_id, spec)
+        key = sharing.layout_key(trace_id, spec, rankdir, NODE_BUDGET)
         try:
             with reporting(progress.reporter(work)):  # whichever thread lays it out, the waiting page sees
-                return layout_view(visible(trace_id, spec), rankdir=rankdir)
+                # made once across the workers sharing a store, and read by the others
+                return sharing.shared_layout(key, vg, rankdir, lambda: layout_view(vg, rankdir=rankdir))
         finally:
             progress.finished(work)
 
@@ -163,8 +166,7 @@ def uirevision(rev: int) -> str:
 
 
 # ---- the likely next clicks, in the background ---------------------------------------------
-precomputer = Precomputer()
-precomputer.watch_requests()
+precomputer = Precomputer()  # no thread until the first submission; it watches the requests of installed apps
 
 
 def precompute_neighbours(trace_id: str, spec: ViewSpec, draw: DrawOptions, limit: int = NEIGHBOURS) -> None:

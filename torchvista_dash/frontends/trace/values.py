@@ -3,10 +3,10 @@
 The function mode summarises each op's outputs right after the op runs, before anything can change them in
 place (an in-place ReLU writes into its input from inside torch, where the mode does not see it). Per float
 tensor: ``aminmax`` (its NaN propagates, so a finite min and max mean there is no NaN or Inf, and the common
-case reads no mask), ``mean``, ``dist`` to the mean (the std, in one pass), ``count_nonzero`` and ``take``
-at a few fixed positions; a tensor holding NaN or Inf takes a slower path that counts them and summarises
-its finite elements. The numbers are read back as Python numbers here and made into ``ValueStats`` after the
-pass (``stats_of``). Meta and sparse tensors have no values to read: None.
+case reads no mask), ``sum`` and ``vector_norm`` (the mean and the std), the nonzero count (skipped when the
+range excludes 0) and ``take`` at a few fixed positions; a tensor holding NaN or Inf takes a slower path
+that counts them and summarises its finite elements. The numbers are read back as Python numbers here and
+made into ``ValueStats`` after the pass (``stats_of``). Meta and sparse tensors have no values to read.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def summarize(t: torch.Tensor) -> Raw | None:
             if not (_isfinite(lo) and _isfinite(hi)):
                 return _nonfinite(t, n)
             mean, std = _mean_std(t, n, dt)
-            nz = torch.count_nonzero(t).item()
+            nz = _nonzeros(t, lo, hi)
             sample = torch.take(t, _positions(n)).tolist()
             return (lo, hi, mean, std, 0, 0, 1.0 - nz / n, sample)
         if dt.is_complex:
@@ -58,44 +58,36 @@ def summarize(t: torch.Tensor) -> Raw | None:
             sample = [float(v) for v in torch.take(t, _positions(n)).tolist()]
             return (float(nz == n), float(nz > 0), None, None, None, None, 1.0 - nz / n, sample)
         mn, mx = torch.aminmax(t)
-        nz = torch.count_nonzero(t).item()
+        lo, hi = mn.item(), mx.item()
+        nz = _nonzeros(t, lo, hi)
         sample = torch.take(t, _positions(n)).tolist()
-        return (mn.item(), mx.item(), None, None, None, None, 1.0 - nz / n, sample)
+        return (lo, hi, None, None, None, None, 1.0 - nz / n, sample)
 
 
 def _mean_std(t: torch.Tensor, n: int, dt: torch.dtype) -> tuple[float, float]:
     """The mean and (population) std of a finite float tensor.
 
-    A contiguous float32/float64 tensor takes two BLAS dot products (with ones: the sum; with itself: the
-    sum of squares), the fastest reductions torch has on the CPU; the variance from them loses precision
-    only when the mean dwarfs the spread, and then the two-pass form is taken. Other tensors (strided views,
-    half precision: accumulated in float32) take ``mean`` and ``dist`` to it."""
-    if dt in _BLAS and t.is_contiguous():
-        flat = t.view(-1)
-        total = torch.dot(flat, _ones(n, dt)).item()
-        squares = torch.dot(flat, flat).item()
-        mean = total / n
-        var = squares / n - mean * mean
-        if var > 1e-4 * mean * mean and math.isfinite(var):
-            return mean, math.sqrt(var)
-    if dt.itemsize < 4:
-        m = t.mean(dtype=torch.float32)
-        return m.item(), torch.dist(t, m.to(dt)).item() / math.sqrt(n)
-    m = t.mean()
-    return m.item(), torch.dist(t, m).item() / math.sqrt(n)
+    From ``sum`` and ``vector_norm`` (the sum of squares), the two cheapest full reductions torch has on the
+    CPU (``bench/bench_trace.py``; ``std_mean``'s Welford pass costs several times more, and BLAS ``dot``
+    stalls when its threads wait for a busy core); half precision accumulates in float32. The variance from
+    them loses precision only when the mean dwarfs the spread, and then the two-pass ``dist`` to the mean is
+    taken."""
+    acc = torch.float32 if dt.itemsize < 4 else dt
+    mean = t.sum(dtype=acc).item() / n
+    squares = torch.linalg.vector_norm(t, dtype=acc).item() ** 2
+    var = squares / n - mean * mean
+    if var > 1e-4 * mean * mean and math.isfinite(var):
+        return mean, math.sqrt(var)
+    m = torch.tensor(mean, dtype=dt)
+    return mean, torch.dist(t, m).item() / math.sqrt(n)
 
 
-_BLAS = (torch.float32, torch.float64)
-_ONES: dict[tuple[int, torch.dtype], torch.Tensor] = {}
-
-
-def _ones(n: int, dt: torch.dtype) -> torch.Tensor:
-    o = _ONES.get((n, dt))
-    if o is None:
-        if len(_ONES) > 64:  # a few sizes recur in a model; bounded memory beyond that
-            _ONES.clear()
-        o = _ONES[(n, dt)] = torch.ones(n, dtype=dt)
-    return o
+def _nonzeros(t: torch.Tensor, lo: float, hi: float) -> int:
+    """How many elements are not zero: all of them when the range excludes 0 (no pass); else counted by
+    ``bool().sum()``, cheaper than ``count_nonzero`` on the CPU."""
+    if lo > 0 or hi < 0:
+        return t.numel()
+    return int(t.bool().sum().item())
 
 
 def _nonfinite(t: torch.Tensor, n: int) -> Raw:

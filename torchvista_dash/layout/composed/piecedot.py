@@ -12,6 +12,7 @@ that runs down to the port.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +23,7 @@ import pydot
 
 from torchvista_dash.layout.composed.pieceread import PieceLayout, read_piece
 from torchvista_dash.layout.composed.porttable import port_table
+from torchvista_dash.layout.composed.wrap import wrap
 from torchvista_dash.layout.graphviz.dotpool import run_graphs
 from torchvista_dash.layout.graphviz.run import GraphvizError
 from torchvista_dash.layout.single.dot import NODESEP, NSLIMIT, RANKSEP, SPLINES
@@ -35,6 +37,7 @@ PRECISE_OVER = (
     20_000.0  # points: pieces that may be bigger are read from dot's drawing ops (see layout_pieces)
 )
 STACK_SIZES = 0.1  # sibling clusters this close in size (a fraction of the larger) are layers of one stack
+WRAP_SIZES = 0.5  # ... and this close, layers of a stack that wraps into columns (``wrap``)
 ALIGN = 16  # dot weight of the edge aligning two layers of a stack (``_stacked_layers``)
 STRAIGHT = 8  # dot weight of every edge between children: dot keeps the heavier of two edges straight
 # dot weight of an edge into an out-port: the port is drawn where its tensors leave the interior, on the side
@@ -49,36 +52,81 @@ TRUNK_LIGHT, BUS_HEAVY = 2, 400
 BRANCH = 1  # dot weight of a bus branch (junction to consumer): it gives way, the trunk stays straight
 
 
-def _dot_edges(key: tuple) -> tuple[list[tuple[int, int, dict[str, object]]], list[list[int]], int]:
+DotEdge = tuple[int, int, dict[str, object]]
+
+
+def _dot_edges(key: tuple) -> tuple[list[DotEdge], list[list[int]], int, list[list[int]]]:
     """The dot edges of a piece (tail slot, head slot, attributes), per piece edge the dot edges it runs along
-    (a bus member: the trunk up to its junction, then its branch), and the number of slots with junctions."""
+    (a bus member: the trunk up to its junction, then its branch), the number of slots with junctions, and
+    the slots that share a rank (the heads of a wrapped stack's columns, ``wrap``)."""
     rankdir, children, n_in, n_out, specs = key
     n = len(children)
     nxt = n + n_in + n_out
-    out: list[tuple[int, int, dict[str, object]]] = []
+    out: list[DotEdge] = []
     follow: list[list[int]] = []
-    last: dict[int, tuple[int, list[int]]] = {}  # bus group → (its latest junction, the trunk to it)
     stack = _stack_pairs(specs, children)
-    trunk_weight = TRUNK if sum(1 for s in specs if s[2] >= 0) <= BUS_HEAVY else TRUNK_LIGHT
-    collect: dict[
-        int, tuple[dict[int, int], list[int], list[int]]
-    ] = {}  # group → tail's place, junctions, trunk
+    # layers of one stack can differ more in size than the aligned ones do (MoE layers whose expert loops
+    # route different numbers of experts): they wrap into columns all the same
+    column, breaks, same_rank = wrap(
+        _stack_pairs(specs, children, WRAP_SIZES), [c[0] for c in children], rankdir in ("TB", "BT")
+    )
+    stack = [p for p in stack if p not in breaks]
+    depth = _depths(specs, n, n_in, n_out)
+    # one trunk per bus and column of a wrapped stack (see the collectors), its consumers in rank order
+    consumers: dict[tuple[int, tuple[int, int] | None], dict[int, dict[int, None]]] = {}
+    for _tail, head, group, _tport, hport in specs:
+        if group >= 0:
+            consumers.setdefault((group, column.get(head)), {}).setdefault(head, {})[hport] = None
+    branches = sum(len(ports) for c in consumers.values() for ports in c.values())
+    trunk_weight = TRUNK if branches <= BUS_HEAVY else TRUNK_LIGHT
+    trunks: dict[tuple[int, tuple[int, int] | None], _Trunk] = {}
+    for bus, heads in consumers.items():
+        tr = trunks[bus] = _Trunk(sorted(heads, key=lambda h: depth[h]))
+        for i in range(len(tr.consumers)):
+            j = nxt
+            nxt += 1
+            if i:
+                # the trunk holds its junctions rank after rank (with constraint=false dot orders them freely,
+                # and branches cross each other and the trunks; bench/bench_layout_scale.py counts crossings)
+                tr.along.append(len(out))
+                out.append((tr.junctions[-1], j, {"weight": trunk_weight}))
+            tr.junctions.append(j)
+        # a branch per port: tensors of one cable into one child leave the trunk at one junction and
+        # run on side by side into their own ports, each where it goes on inside
+        for i, head in enumerate(tr.consumers):
+            for port in heads[head]:
+                in_at = {"headport": f"i{port}:{IN_SIDE[rankdir]}"} if port >= 0 else {}
+                tr.branch[(i, port)] = len(out)
+                out.append((tr.junctions[i], head, {"weight": BRANCH, **in_at}))
+    # collector group → tail's (trunk, place on it), per trunk its junctions and the dot edges along it
+    collect: dict[int, tuple[dict[int, tuple[int, int]], list[list[int]]]] = {}
     for tail, head, group, tport, hport in specs:
         if group <= -2 and group not in collect:
             tails = list(dict.fromkeys(t for t, _h, g, _tp, _hp in specs if g == group))
-            js = list(range(nxt, nxt + len(tails)))
-            nxt += len(tails)
-            trunk_at = []
-            for a, b in zip(js, [*js[1:], head], strict=True):
-                trunk_at.append(len(out))
-                out.append((a, b, {"weight": trunk_weight}))
-            collect[group] = ({t: i for i, t in enumerate(tails)}, js, trunk_at)
+            # one trunk per column of a wrapped stack: a trunk through every column would hold the column
+            # heads on ranks below each other
+            by_column: dict[tuple[int, int] | None, list[int]] = {}
+            for t in tails:
+                by_column.setdefault(column.get(t), []).append(t)
+            place: dict[int, tuple[int, int]] = {}
+            lines: list[list[int]] = []
+            for part in by_column.values():
+                js = list(range(nxt, nxt + len(part)))
+                nxt += len(part)
+                trunk_at = []
+                for a, b in zip(js, [*js[1:], head], strict=True):
+                    trunk_at.append(len(out))
+                    out.append((a, b, {"weight": trunk_weight}))
+                for i, t in enumerate(part):
+                    place[t] = (len(lines), i)
+                lines.append([*js, -1, *trunk_at])  # junctions, then (after -1) the trunk's dot edges
+            collect[group] = (place, lines)
         # edges between children stay straight before edges to ports (which give way, like bus branches), and
         # an edge from one layer of a stack into the next gives way to the edge aligning them
         # (_stacked_layers)
         weight = (
             0
-            if (tail, head) in stack
+            if (tail, head) in stack or (tail, head) in breaks
             else STRAIGHT
             if max(tail, head) < n
             else TO_OUT_PORT
@@ -86,11 +134,16 @@ def _dot_edges(key: tuple) -> tuple[list[tuple[int, int, dict[str, object]]], li
             else 0
         )
         attrs: dict[str, object] = {"weight": weight}
+        if (tail, head) in breaks:  # the foot of one column to the head of the next: no rank order
+            attrs["constraint"] = "false"
         out_at = {"tailport": f"o{tport}:{OUT_SIDE[rankdir]}"} if tport >= 0 else {}
         in_at = {"headport": f"i{hport}:{IN_SIDE[rankdir]}"} if hport >= 0 else {}
         if group <= -2:
-            place, js, trunk_at = collect[group]
-            i = place[tail]
+            place, lines = collect[group]
+            at, i = place[tail]
+            trunk = lines[at]
+            split = trunk.index(-1)
+            js, trunk_at = trunk[:split], trunk[split + 1 :]
             follow.append([len(out), *trunk_at[i:]])
             out.append((tail, js[i], {"weight": BRANCH, **out_at}))
             continue
@@ -98,26 +151,63 @@ def _dot_edges(key: tuple) -> tuple[list[tuple[int, int, dict[str, object]]], li
             follow.append([len(out)])
             out.append((tail, head, {**attrs, **out_at, **in_at}))
             continue
-        j = nxt
-        nxt += 1
-        if group in last:
-            prev, trunk = last[group]
-            trunk = [*trunk, len(out)]
-            # the trunk holds its junctions rank after rank (with constraint=false dot orders them freely,
-            # and branches cross each other and the trunks; bench/bench_layout_scale.py counts crossings)
-            out.append((prev, j, {"weight": trunk_weight}))
-        else:
-            trunk = [len(out)]
-            out.append((tail, j, {"weight": trunk_weight, **out_at}))
-        last[group] = (j, trunk)
-        follow.append([*trunk, len(out)])
-        out.append((j, head, {**attrs, "weight": BRANCH, **in_at}))
+        tr = trunks[(group, column.get(head))]
+        # a tensor enters its cable's trunk at the first junction below its source
+        at = tr.consumers.index(head)
+        entry = next((i for i, c in enumerate(tr.consumers[:at]) if depth[c] > depth[tail]), at)
+        feeder = (tail, tport, entry)
+        if feeder not in tr.feeders:
+            tr.feeders[feeder] = len(out)
+            out.append((tail, tr.junctions[entry], {"weight": trunk_weight, **out_at}))
+        follow.append([tr.feeders[feeder], *tr.along[entry:at], tr.branch[(at, hport)]])
     out.extend(_stacked_sinks(specs, n))
     out.extend((t, h, {"style": "invis", "weight": ALIGN}) for t, h in stack)
-    return out, follow, nxt
+    # the columns left to right in reading order (on one rank, an edge holds its tail left of its head)
+    out.extend((a, b, {"style": "invis"}) for heads in same_rank for a, b in itertools.pairwise(heads))
+    return out, follow, nxt, same_rank
 
 
-def _stacked(children: Sequence[tuple], tail: int, head: int, tport: int, hport: int) -> bool:
+class _Trunk:
+    """One bus's trunk in a piece's DOT: a junction one rank above each consumer, chained."""
+
+    __slots__ = ("along", "branch", "consumers", "feeders", "junctions")
+
+    def __init__(self, consumers: list[int]) -> None:
+        self.consumers = consumers  # in rank order
+        self.junctions: list[int] = []  # per consumer, its junction's slot
+        self.along: list[int] = []  # the dot edges joining junction k to k + 1
+        self.branch: dict[tuple[int, int], int] = {}  # (consumer's place, its port) → the dot edge into it
+        self.feeders: dict[tuple[int, int, int], int] = {}  # (tail, its out-port, entry) → its dot edge
+
+
+def _depths(specs: Sequence[tuple[int, int, int, int, int]], n: int, n_in: int, n_out: int) -> list[int]:
+    """Per slot, the length of the longest path to it from the in-ports (dot's ranks, roughly): the order a
+    bus's junctions go down its trunk in. Out-ports come after everything."""
+    total = n + n_in + n_out
+    succ: list[list[int]] = [[] for _ in range(total)]
+    indeg = [0] * total
+    for tail, head, *_rest in specs:
+        if head < n + n_in and tail != head:
+            succ[tail].append(head)
+            indeg[head] += 1
+    depth = [0] * total
+    todo = [s for s in range(total) if indeg[s] == 0]
+    while todo:
+        s = todo.pop()
+        for h in succ[s]:
+            depth[h] = max(depth[h], depth[s] + 1)
+            indeg[h] -= 1
+            if indeg[h] == 0:
+                todo.append(h)
+    deepest = max(depth, default=0) + 1
+    for s in range(n + n_in, total):
+        depth[s] = deepest
+    return depth
+
+
+def _stacked(
+    children: Sequence[tuple], tail: int, head: int, tport: int, hport: int, sizes: float = STACK_SIZES
+) -> bool:
     """Whether a piece edge runs from an out-port of a child cluster into an in-port of a sibling of about the
     same size, within ``STACK_SIZES`` (one layer of a stack into the next: BERT's ``layer.10`` is 18 points
     wider than ``layer.9``, its modules' titles being one digit longer: aligning only equal sizes, the stack
@@ -125,11 +215,11 @@ def _stacked(children: Sequence[tuple], tail: int, head: int, tport: int, hport:
     if not (tport >= 0 and hport >= 0 and tail < len(children) and head < len(children)):
         return False
     (wa, ha), (wb, hb) = children[tail][0], children[head][0]
-    return abs(wa - wb) <= STACK_SIZES * max(wa, wb) and abs(ha - hb) <= STACK_SIZES * max(ha, hb)
+    return abs(wa - wb) <= sizes * max(wa, wb) and abs(ha - hb) <= sizes * max(ha, hb)
 
 
 def _stack_pairs(
-    specs: Sequence[tuple[int, int, int, int, int]], children: Sequence[tuple]
+    specs: Sequence[tuple[int, int, int, int, int]], children: Sequence[tuple], sizes: float = STACK_SIZES
 ) -> list[tuple[int, int]]:
     """Consecutive layers of a stack, held one above the other by an invisible heavy edge between their
     centres (the edges between them jog across the gap). Kept straight instead, port to port, they would make
@@ -137,7 +227,9 @@ def _stack_pairs(
     hidden states enter 122 points left of where they leave: a diagonal staircase over 32 layers). A pair is
     aligned only when each is the other's one stacked neighbour: DenseNet's dense layers, each fed by every
     earlier one, are no stack (aligned as one, DenseNet-121 every op crosses about three times as often)."""
-    pairs = list(dict.fromkeys((t, h) for t, h, _g, tp, hp in specs if _stacked(children, t, h, tp, hp)))
+    pairs = list(
+        dict.fromkeys((t, h) for t, h, _g, tp, hp in specs if _stacked(children, t, h, tp, hp, sizes))
+    )
     heads: dict[int, int] = {}
     tails: dict[int, int] = {}
     for t, h in pairs:
@@ -173,7 +265,7 @@ def _stacked_sinks(
 def piece_dot(key: tuple) -> tuple[str, list[tuple[int, int, dict[str, object]]], list[list[int]], int]:
     """DOT text of the piece ``key`` (built with pydot), with what ``_dot_edges`` says about its edges."""
     rankdir, children, n_in, n_out, _specs = key
-    edges, follow, slots = _dot_edges(key)
+    edges, follow, slots, same_rank = _dot_edges(key)
     g = pydot.Dot("p", graph_type="digraph", rankdir=rankdir, **GRAPH_ATTRS)
     g.set_node_defaults(shape="box", fixedsize="true", width=PORT_SIZE, height=PORT_SIZE, label='""')
     # no arrowheads: every spline runs to its head's border (the drawing adds the arrow there), and the
@@ -191,6 +283,11 @@ def piece_dot(key: tuple) -> tuple[str, list[tuple[int, int, dict[str, object]]]
             for s in range(first, first + count):
                 sub.add_node(pydot.Node(s))  # type: ignore[arg-type]
             g.add_subgraph(sub)
+    for heads in same_rank:
+        sub = pydot.Subgraph(rank="same")
+        for s in heads:
+            sub.add_node(pydot.Node(s))  # type: ignore[arg-type]
+        g.add_subgraph(sub)
     for j in range(n + n_in + n_out, slots):
         g.add_node(pydot.Node(j))  # type: ignore[arg-type]
     for t, h, edge_attrs in edges:

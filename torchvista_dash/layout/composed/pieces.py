@@ -16,8 +16,10 @@ no ids or labels: identical decoder layers have equal keys, so one layout serves
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
+from torchvista_dash.layout.composed.groups import GROUP_PREFIX, MIN_CHILDREN, group_children
 from torchvista_dash.layout.single.dot import node_size
 from torchvista_dash.layout.textmetrics import HEADER_PT, text_width
 from torchvista_dash.view.types import VisibleGraph
@@ -38,6 +40,8 @@ HEADER = HEADER_PT * 1.4 + 4.0  # points above the contents for the cluster's ti
 LABEL_PAD = 34.0  # title width beyond its text: the collapse toggle and margins
 MERGED = "->"  # the source of a port shared by the tensors leaving for one box
 BUS_MIN = 4  # one tensor to at least this many children: drawn as a bus
+CABLE_SHARE = 0.8  # buses sharing this share of their children (of the smaller's) share one trunk ...
+CABLE_OVER = 200  # ... in a piece with more bus branches than this
 
 
 @dataclass
@@ -83,13 +87,36 @@ class Piece:
         groups: dict[tuple[int, PortKey], list[int]] = {}
         for k, (tk, ti, _hk, _hj, port) in enumerate(self.edges):
             groups.setdefault((self.slot(tk, ti), port), []).append(k)
+        # In a piece with many bus branches, tensors that feed the same children (an expert loop's hidden
+        # states, routing weights and indices) share one bus, a *cable*: one trunk instead of one per tensor
+        # running side by side, which is most of what dot spends on an eager MoE's expert loop. Fewer
+        # branches are not merged: dot's time is small there, and one trunk for a decoder's cos, sin and
+        # mask crosses more often than three (tests/layout/test_layout_quality.py's bounds).
         bus: dict[int, int] = {}
-        g = 0
-        for members in groups.values():
-            if len(members) >= BUS_MIN:
-                for k in members:
-                    bus[k] = g
-                g += 1
+        cables: list[tuple[set[int], set[int]]] = []  # per cable: its tails, its heads
+        buses = [(tail, members) for (tail, _p), members in groups.items() if len(members) >= BUS_MIN]
+        share = CABLE_SHARE if sum(len(m) for _t, m in buses) > CABLE_OVER else math.inf
+        for tail, members in buses:
+            heads = {self.slot(self.edges[k][2], self.edges[k][3]) for k in members}
+            # (a tensor from one of a cable's consumers is no part of it: DenseNet's layers, each feeding all
+            # later ones, on one trunk cross more often than on their own)
+            g = next(
+                (
+                    i
+                    for i, (ts, hs) in enumerate(cables)
+                    if len(heads & hs) >= share * min(len(heads), len(hs))
+                    and tail not in hs
+                    and not ts & heads
+                ),
+                len(cables),
+            )
+            if g == len(cables):
+                cables.append(({tail}, heads))
+            else:
+                cables[g][0].add(tail)
+                cables[g][1].update(heads)
+            for k in members:
+                bus[k] = g
         # Many children sending tensors out by one port (a shared port: the layers' cached keys and values)
         # join a *collector*, the bus's mirror: one trunk down the side of the stack, a short branch from each
         # child (group -2 - f). As one edge per layer down to the border, each spanning up to 80 ranks, they
@@ -139,29 +166,35 @@ class Plan:
     levels: list[list[str | None]]  # pieces by height: leaves first, the top level last
     routes: list[list[tuple[str | None, int]]]  # per visible edge: (piece, piece edge) from source to target
     labels: dict[str, float]  # cluster id → title width (points)
+    groups: frozenset[str] = frozenset()  # layout-only clusters (``groups``): no border, no title
 
 
-def cluster_size(interior: Size, title_width: float) -> Size:
-    """The box a cluster takes in its parent: its laid-out interior plus margins and its title."""
+def cluster_size(interior: Size, title_width: float, group: bool = False) -> Size:
+    """The box a cluster takes in its parent: its laid-out interior plus margins and its title (a group: its
+    interior alone)."""
     w, h = interior
+    if group:
+        return w, h
     return max(w + 2 * MARGIN, title_width), h + MARGIN + HEADER
 
 
 def plan(vg: VisibleGraph) -> Plan:
     """Cut ``vg`` into pieces and route every edge through them."""
     parent: dict[str, str | None] = {c.id: c.parent for c in vg.clusters}
+    node_parent: dict[str, str | None] = {n.id: n.parent for n in vg.nodes}
+    groups = _find_groups(vg, parent, node_parent)  # members' parents move into their groups
     pieces: dict[str | None, Piece] = {None: Piece(None)}
-    for c in vg.clusters:
-        pieces[c.id] = Piece(c.id)
+    for cid in parent:
+        pieces[cid] = Piece(cid)
     for n in vg.nodes:
-        p = pieces[n.parent]
+        p = pieces[node_parent[n.id]]
         p.index[n.id] = len(p.children)
         p.children.append(n.id)
         p.is_cluster.append(False)
-    for c in vg.clusters:
-        p = pieces[c.parent]
-        p.index[c.id] = len(p.children)
-        p.children.append(c.id)
+    for cid, up in parent.items():
+        p = pieces[up]
+        p.index[cid] = len(p.children)
+        p.children.append(cid)
         p.is_cluster.append(True)
 
     chains: dict[str | None, tuple[str, ...]] = {None: ()}
@@ -174,7 +207,6 @@ def plan(vg: VisibleGraph) -> Plan:
             got = chains[cid] = chain(parent[cid]) + (cid,)
         return got
 
-    node_parent = {n.id: n.parent for n in vg.nodes}
     splits: list[tuple[tuple[str, ...], tuple[str, ...], int]] = []
     into: dict[tuple[str, str], set[PortKey]] = {}  # (cluster, target box) → tensors leaving it for that box
     for e in vg.edges:
@@ -210,17 +242,81 @@ def plan(vg: VisibleGraph) -> Plan:
             route.append((cd[j], p.edge(("i", q), ("c", p.index[inner]), port)))
         routes.append(route)
 
-    height: dict[str | None, int] = {c.id: 0 for c in vg.clusters}
+    height: dict[str | None, int] = dict.fromkeys(parent, 0)
     height[None] = 0
-    for c in sorted(vg.clusters, key=lambda c: -len(chain(c.id))):  # children before their parents
-        height[c.parent] = max(height[c.parent], height[c.id] + 1)
+    for cid in sorted(parent, key=lambda c: -len(chain(c))):  # children before their parents
+        height[parent[cid]] = max(height[parent[cid]], height[cid] + 1)
     levels: list[list[str | None]] = [[] for _ in range(height[None] + 1)]
-    for c in vg.clusters:
-        levels[height[c.id]].append(c.id)
+    for cid in parent:
+        levels[height[cid]].append(cid)
     levels[height[None]].append(None)
     levels = [lv for lv in levels if lv]
     labels = {c.id: text_width(c.label, HEADER_PT) + LABEL_PAD for c in vg.clusters}
-    return Plan(pieces, levels, routes, labels)
+    labels.update(dict.fromkeys(groups, 0.0))
+    return Plan(pieces, levels, routes, labels, frozenset(groups))
+
+
+def _find_groups(
+    vg: VisibleGraph, parent: dict[str, str | None], node_parent: dict[str, str | None]
+) -> dict[str, str | None]:
+    """The groups of every module with ``MIN_CHILDREN`` direct children or more (``groups``), each added to
+    ``parent`` under its module and its members moved into it; returns group id → its module."""
+    count: dict[str | None, int] = {}
+    for up in (*node_parent.values(), *parent.values()):
+        count[up] = count.get(up, 0) + 1
+    big = {c for c, k in count.items() if k >= MIN_CHILDREN}
+    if not big:
+        return {}
+    first: dict[str, int] = {}  # a cluster's place in the forward pass: its first node's
+    pos: dict[str, int] = {}
+    for i, n in enumerate(vg.nodes):
+        pos[n.id] = i
+        c = node_parent[n.id]
+        while c is not None and c not in first:
+            first[c] = i
+            c = parent[c]
+    kids: dict[str | None, list[str]] = {c: [] for c in big}
+    for vid, up in (*node_parent.items(), *parent.items()):
+        if up in big:
+            kids[up].append(vid)
+    order = {**pos, **first}
+    for members in kids.values():
+        members.sort(key=lambda m: order.get(m, len(vg.nodes)))
+    at = {m: i for members in kids.values() for i, m in enumerate(members)}
+
+    chains: dict[str | None, tuple[str | None, ...]] = {None: (None,)}
+
+    def chain(cid: str | None) -> tuple[str | None, ...]:
+        got = chains.get(cid)
+        if got is None:
+            assert cid is not None
+            got = chains[cid] = (*chain(parent[cid]), cid)
+        return got
+
+    pairs: dict[str | None, list[tuple[int, int]]] = {c: [] for c in big}
+    for e in vg.edges:
+        cs, cd = chain(node_parent[e.src]), chain(node_parent[e.dst])
+        k = 1
+        while k < len(cs) and k < len(cd) and cs[k] == cd[k]:
+            k += 1
+        lca = cs[k - 1]
+        if lca in big:
+            a = cs[k] if k < len(cs) else e.src
+            b = cd[k] if k < len(cd) else e.dst
+            pairs[lca].append((at[a], at[b]))  # type: ignore[index]
+    label: dict[str, tuple[str, ...]] = {n.id: ("n", n.kind, n.label) for n in vg.nodes}
+    label.update({c.id: ("c", c.label.split(" #")[0]) for c in vg.clusters})
+    out: dict[str, str | None] = {}
+    for up in sorted(big, key=lambda c: (c is not None, c or "")):
+        for k, members in enumerate(group_children(kids[up], label.__getitem__, pairs[up])):
+            gid = f"{GROUP_PREFIX}{up or ''}:{k}"
+            out[gid] = parent[gid] = up
+            for m in members:
+                if m in node_parent:
+                    node_parent[m] = gid
+                else:
+                    parent[m] = gid
+    return out
 
 
 def node_sizes(vg: VisibleGraph) -> dict[str, Size]:
