@@ -198,8 +198,8 @@ def register(callback: Callable[..., Any]) -> None:
         trigger = _trigger()
         click = controls["click"]
         value = clicked_id(click) if trigger == "graph" else controls.get(trigger or "")
-        if trigger == "find":
-            value = find_text
+        if trigger == "find":  # Enter in the find box (a box mounted anew fires too, with no Enter: ignored)
+            value = find_text if controls.get("find") else None
         elif trigger == "keys":  # a shortcut is the action it names (keys.py)
             trigger, value = keys.action_of(keydown) or (None, None)
         elif trigger == "first_nonfinite":  # shown as a search hit is: opened, centred, selected
