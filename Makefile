@@ -34,14 +34,15 @@ lint: $(STAMP)
 	$(BIN)/python -m ruff format --check .
 	$(BIN)/python -m mypy
 
-# Graphviz (dot) and Chromium (browser tests, screenshots) from the system's packages, when missing.
+# Graphviz (dot), Chromium (browser tests, screenshots) and redis-server (the shared trace store's tests) from
+# the system's packages, when missing.
 system:
-	@if ! command -v dot >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then \
-		echo "Installing Graphviz and Chromium with apt-get"; \
+	@if ! command -v dot >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1 || ! command -v redis-server >/dev/null 2>&1; then \
+		echo "Installing Graphviz, Chromium and redis-server with apt-get"; \
 		$(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq graphviz chromium chromium-driver fonts-dejavu-core >/dev/null; \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq graphviz chromium chromium-driver fonts-dejavu-core redis-server >/dev/null; \
 	fi
-	@command -v dot >/dev/null && command -v chromium >/dev/null
+	@command -v dot >/dev/null && command -v chromium >/dev/null && command -v redis-server >/dev/null
 
 $(STAMP): requirements-dev.txt pyproject.toml
 	$(PY) -m venv $(VENV)

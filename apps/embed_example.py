@@ -1,6 +1,7 @@
 """Embedding ModelGraph in an existing, multi-component Dash dashboard.
 
     python apps/embed_example.py                    # http://127.0.0.1:8051
+    TVD_STORE=redis://127.0.0.1:6379/0 gunicorn --chdir apps embed_example:server -w 4 --threads 8
 
 Two ModelGraphs (an encoder/decoder and a GPT-style decoder) sit next to the dashboard's own
 components: a summary table, a model picker and a note. ModelGraph needs no setup: create it and
@@ -14,13 +15,14 @@ import os
 
 from dash import Dash, Input, Output, dcc, html
 
-from torchvista_dash import ModelGraph
+from torchvista_dash import ModelGraph, install
 from torchvista_dash.app.server.server import use_basic_plotly
 from torchvista_dash.demos import DEMOS, demo_trace
 
 LEFT, RIGHT = "transformer", "gpt"
 
 app = Dash(__name__, title="Model review dashboard")
+install(app)  # optional: pictures at their own URL (lighter clicks), the callbacks on this app
 use_basic_plotly(app)  # optional: plotly's scatter-only bundle when installed (a faster first draw)
 server = app.server
 
@@ -45,7 +47,10 @@ app.layout = html.Div(
         html.Div(
             [
                 html.Div(
-                    [html.H3("Encoder/decoder"), ModelGraph(demo_trace(LEFT), id="enc", height="60vh")],
+                    [
+                        html.H3("Encoder/decoder"),
+                        ModelGraph(demo_trace(LEFT), id="enc", height="60vh", app=app),
+                    ],
                     style={"flex": "1", "minWidth": "0"},
                 ),
                 html.Div(
@@ -57,7 +62,9 @@ app.layout = html.Div(
                             clearable=False,
                             options=[{"label": d.title, "value": n} for n, d in DEMOS.items()],
                         ),
-                        html.Div(ModelGraph(demo_trace(RIGHT), id="dec", height="60vh"), id="right-slot"),
+                        html.Div(
+                            ModelGraph(demo_trace(RIGHT), id="dec", height="60vh", app=app), id="right-slot"
+                        ),
                     ],
                     style={"flex": "1", "minWidth": "0"},
                 ),
@@ -73,7 +80,7 @@ app.layout = html.Div(
 @app.callback(Output("right-slot", "children"), Input("right-model", "value"), prevent_initial_call=True)
 def swap_model(name: str) -> ModelGraph:
     """The dashboard replaces a ModelGraph like any other component."""
-    return ModelGraph(demo_trace(name), id="dec", height="60vh")
+    return ModelGraph(demo_trace(name), id="dec", height="60vh", app=app)
 
 
 @app.callback(Output("last-click", "children"), Input(ModelGraph.ids.graph("enc"), "clickData"))

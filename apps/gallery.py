@@ -1,10 +1,11 @@
 """The gallery of built-in demo models, as a standalone Dash app.
 
     python apps/gallery.py                          # http://127.0.0.1:8050
-    gunicorn --chdir apps gallery:server -w 1 --threads 8 -b 127.0.0.1:8050
+    TVD_STORE=redis://127.0.0.1:6379/0 gunicorn --chdir apps gallery:server -w 4 --threads 8 -b 127.0.0.1:8050
 
-(``python -m torchvista_dash serve`` runs the same app.) Traces live in the process's registry, so use
-one worker process with threads, or one registry per worker (each worker traces the demos itself).
+(``python -m torchvista_dash serve --workers 4`` runs the same app.) Workers share no memory: with
+``TVD_STORE`` (a Redis URL, or ``file:///path`` for one host) a trace, layout or picture one worker makes is
+read by the others, and a link opens on any of them. Without it each worker keeps its own.
 """
 
 from __future__ import annotations

@@ -379,7 +379,7 @@ def llama_rows(repeat: int, single_timeout: float, baseline_timeout: float | Non
             t, lay = cold(vg, "composed")
             cold_t.append(t)
             close_t.append(timed(lambda c=closed: layout.layout_view(c))[0])
-            layout._cache.clear()  # the view cache would answer; the piece cache must
+            # layout_view keeps no whole views: the piece cache answers the way back
             reopen_t.append(timed(lambda v=vg: layout.layout_view(v))[0])
         q = quality(vg, lay)
         rows.append(

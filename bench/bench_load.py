@@ -57,10 +57,35 @@ RSS_EVERY = 250
 
 # ---- servers in their own processes (bench/serving.py) ----------------------------------------
 def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return float("nan")
+
+
+def worker_pids(pid: int) -> list[int]:
+    """gunicorn's workers (the master's child processes), or [pid] for a single-process server."""
+    try:
+        kids = [int(k) for k in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        kids = []
+    named = [k for k in kids if "gunicorn" in _cmdline(k) or "torchvista_dash" in _cmdline(k)]
+    return named or [pid]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def server_rss(pid: int) -> list[float]:
+    """Each worker's RSS (MB): what each of them holds, the thing that must reach a plateau."""
+    return [rss_mb(w) for w in worker_pids(pid)]
 
 
 def serve_floor() -> None:
@@ -281,8 +306,20 @@ def floor_user(
 
 
 # ---- phases -------------------------------------------------------------------------------------
-def run_ours(trace_file: Path, users: int, seconds: float, think: float, warmup: int) -> dict[str, Any]:
-    proc, url = spawn(["-m", "torchvista_dash", "serve", str(trace_file), "--port", "0"], trace_file.parent)
+def run_ours(
+    trace_file: Path,
+    users: int,
+    seconds: float,
+    think: float,
+    warmup: int,
+    serve_args: tuple[str, ...] = (),
+    rss_every_s: float = 0.0,
+) -> dict[str, Any]:
+    """``users`` clicking the served trace for ``seconds``; ``serve_args``: more ``serve`` options (e.g.
+    ``--workers 2 --store redis://...``); ``rss_every_s``: also sample every worker's RSS that often."""
+    proc, url = spawn(
+        ["-m", "torchvista_dash", "serve", str(trace_file), "--port", "0", *serve_args], trace_file.parent
+    )
     _seen.clear()
     try:
         requests.get(url, timeout=60).raise_for_status()
@@ -298,7 +335,15 @@ def run_ours(trace_file: Path, users: int, seconds: float, think: float, warmup:
             with lock:
                 total[0] += 1
                 if total[0] % RSS_EVERY == 0:
-                    samples.append((total[0], rss_mb(proc.pid)))
+                    samples.append((total[0], max(server_rss(proc.pid))))
+
+        timeline: list[tuple[float, list[float]]] = []
+
+        def sample_rss() -> None:
+            t0 = time.monotonic()
+            while time.monotonic() < stop_at:
+                timeline.append((time.monotonic() - t0, server_rss(proc.pid)))
+                time.sleep(rss_every_s)
 
         threads = [
             threading.Thread(
@@ -308,13 +353,18 @@ def run_ours(trace_file: Path, users: int, seconds: float, think: float, warmup:
         ]
         for t in threads:
             t.start()
+        if rss_every_s > 0:
+            threading.Thread(target=sample_rss, daemon=True).start()
         time.sleep(warm_s)
-        samples.append((0, rss_mb(proc.pid)))
+        samples.append((0, max(server_rss(proc.pid))))
         measured.set()
         for t in threads:
             t.join(timeout=seconds + 180)
-        samples.append((total[0], rss_mb(proc.pid)))
-        return summarise(per_user, samples, seconds)
+        samples.append((total[0], max(server_rss(proc.pid))))
+        out = summarise(per_user, samples, seconds)
+        out["workers"] = len(worker_pids(proc.pid))
+        out["rss_timeline"] = timeline
+        return out
     finally:
         proc.terminate()
         proc.wait(timeout=20)
@@ -368,6 +418,8 @@ def summarise(per_user: list[Stats], samples: list[tuple[int, float]], seconds: 
         )
     new = sum(s.new_views for s in per_user)
     return {
+        "cross_talk": sum("cross-talk" in e for e in errors),
+        "unknown_trace": sum("no trace with id" in e for e in errors),
         "clicks": len(ms),
         "rate": len(ms) / seconds,
         "errors": errors,
@@ -401,6 +453,14 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=60.0, help="measured seconds per phase")
     ap.add_argument("--think", type=float, default=1.0, help="mean seconds between one user's clicks")
     ap.add_argument("--warmup", type=int, default=5, help="clicks per user before measuring")
+    ap.add_argument(
+        "--team",
+        action="store_true",
+        help="the team server instead: 1 worker at --users[0] users vs 2 workers sharing Redis at --users[1]",
+    )
+    ap.add_argument(
+        "--soak", type=float, default=0.0, help="seconds of 2 workers + Redis under --users[0] users: RSS"
+    )
     ap.add_argument("--serve-floor", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "load.md"))
     ns = ap.parse_args()
@@ -408,6 +468,8 @@ def main() -> int:
         serve_floor()
         return 0
     counts = [int(u) for u in ns.users.split(",") if u.strip()]
+    if ns.team or ns.soak:
+        return team(ns, counts)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         trace_file = build_trace(Path(tmp))
@@ -449,6 +511,86 @@ def main() -> int:
         lines += ["", "First errors:", *[f"- {e}" for e in errs[:10]]]
     text = "\n".join(lines) + "\n"
     Path(ns.out).write_text(text)
+    print(text)
+    return 0
+
+
+def team(ns: argparse.Namespace, counts: list[int]) -> int:
+    """``--team``: one worker at counts[0] users against two gunicorn workers sharing a real redis-server at
+    counts[1] users, in one run; ``--soak``: the two workers under counts[0] users for that long, each
+    worker's RSS sampled every 30 s (its plateau printed)."""
+    from bench.serving import RedisServer
+
+    load = os.getloadavg()
+    lines = ["# Load: the team server (gunicorn workers sharing Redis)", ""]
+    cmd = f".venv/bin/python bench/bench_load.py --users {ns.users} --seconds {ns.seconds:g}"
+    cmd += f" --think {ns.think:g}"
+    cmd += " --team" if ns.team else f" --soak {ns.soak:g}"
+    lines += [
+        f"Command: `{cmd}`  ",
+        f"Machine: {os.cpu_count()} cores; load average at start {load[0]:.1f} (shared with other work).",
+        "",
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        trace_file = build_trace(Path(tmp))
+        redis = RedisServer()
+        try:
+            store = ("--workers", "2", "--store", redis.url)
+            if ns.team:
+                one_users, two_users = counts[0], counts[1] if len(counts) > 1 else 2 * counts[0]
+                print(f"-- 1 worker, {one_users} users", flush=True)
+                one = run_ours(trace_file, one_users, ns.seconds, ns.think, ns.warmup)
+                print(f"-- 2 workers + Redis, {two_users} users", flush=True)
+                two = run_ours(trace_file, two_users, ns.seconds, ns.think, ns.warmup, store)
+                lines += [
+                    "| server | users | clicks (per s) | new views | errors | cross-talk | unknown trace "
+                    "| p50 / p95 / p99 (ms) | RSS per worker, end (MB) |",
+                    "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+                ]
+                for name, n, o in (("1 worker", one_users, one), ("2 workers + Redis", two_users, two)):
+                    rss = (
+                        " · ".join(f"{r:.0f}" for r in o["rss_timeline"][-1][1])
+                        if o["rss_timeline"]
+                        else (f"{o['rss_end']:.0f}")
+                    )
+                    lines.append(
+                        f"| {name} | {n} | {o['clicks']} ({o['rate']:.1f}) | {o['new']:.0%} "
+                        f"| {len(o['errors'])} "
+                        f"| {o['cross_talk']} | {o['unknown_trace']} | {o['p50']:.0f} / {o['p95']:.0f} / "
+                        f"{o['p99']:.0f} | {rss} |"
+                    )
+                lines += [
+                    "",
+                    f"p95, 2 workers at {two_users} users / 1 worker at {one_users}: "
+                    f"{two['p95'] / one['p95']:.2f}×",
+                ]
+                errs = one["errors"] + two["errors"]
+            else:
+                print(f"-- soak: 2 workers + Redis, {counts[0]} users, {ns.soak:g} s", flush=True)
+                o = run_ours(trace_file, counts[0], ns.soak, ns.think, ns.warmup, store, rss_every_s=30.0)
+                lines += [
+                    f"{counts[0]} users for {ns.soak:g} s: {o['clicks']} clicks, {len(o['errors'])} errors, "
+                    f"{o['cross_talk']} cross-talk, {o['unknown_trace']} unknown trace, "
+                    f"p50 / p95 {o['p50']:.0f} / {o['p95']:.0f} ms.",
+                    "",
+                    "| time (s) | RSS of each worker (MB) |",
+                    "|---:|---:|",
+                    *[f"| {t:.0f} | {' · '.join(f'{r:.0f}' for r in rss)} |" for t, rss in o["rss_timeline"]],
+                ]
+                tail = [max(rss) for _, rss in o["rss_timeline"][len(o["rss_timeline"]) // 2 :]]
+                if tail:
+                    lines += [
+                        "",
+                        f"Plateau (second half, largest worker): {min(tail):.0f}–{max(tail):.0f} MB",
+                    ]
+                errs = o["errors"]
+        finally:
+            redis.stop()
+    if errs:
+        lines += ["", "First errors:", *[f"- {e}" for e in errs[:10]]]
+    text = "\n".join(lines) + "\n"
+    out = Path(ns.out).with_name("load_team.md" if ns.team else "load_soak.md")
+    out.write_text(text)
     print(text)
     return 0
 

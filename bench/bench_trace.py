@@ -68,11 +68,15 @@ def measure(name: str, repeat: int, peers: bool) -> dict[str, Any]:
         _LEARNED.clear()
         trace_model(model, (ids,), kwargs=kwargs)
 
+    def values_trace() -> None:
+        trace_model(model, (ids,), kwargs=kwargs, values=True)
+
     runs: dict[str, Any] = {
         "forward": forward,
         "trace": trace,
         "no_flops": trace_without_flops,
         "first": first_trace,
+        "values": values_trace,
     }
     if peers:
         from torchview import draw_graph
@@ -99,7 +103,10 @@ def measure(name: str, repeat: int, peers: bool) -> dict[str, Any]:
     }
     best = {k: min(v) / min(times["forward"]) for k, v in times.items()}
     flops_cost = statistics.median(a / b for a, b in zip(times["trace"], times["no_flops"], strict=True))
+    values_cost = statistics.median(a / b for a, b in zip(times["values"], times["trace"], strict=True))
     return {
+        **value_queries(model, ids, kwargs),
+        "values_cost": values_cost,
         "model": name,
         "ops": t.graph.op_count,
         "calls": len(t.graph.module_calls),
@@ -107,6 +114,35 @@ def measure(name: str, repeat: int, peers: bool) -> dict[str, Any]:
         "paired": paired,
         "best": best,
         "flops_cost": flops_cost,
+    }
+
+
+def value_queries(model: torch.nn.Module, ids: torch.Tensor, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A value trace's JSON size against the plain one's, and how long first_nonfinite and first_divergence
+    (from scratch: every op matched and compared) take on it, best of 5."""
+    from torchvista_dash.model.valuediff import ValueDiff
+    from torchvista_dash.model.values import first_nonfinite
+
+    plain = trace_model(model, (ids,), kwargs=kwargs).graph
+    a = trace_model(model, (ids,), kwargs=kwargs, values=True).graph
+    b = trace_model(model, (ids,), kwargs=kwargs, values=True).graph
+    nonfinite, divergence = [], []
+    for _ in range(5):
+        for g in (a, b):
+            g.__dict__.pop("_first_nonfinite", None)
+            g.__dict__.pop("_tensor_values", None)
+        t0 = time.perf_counter()
+        first_nonfinite(a)
+        t1 = time.perf_counter()
+        ValueDiff(a, b).first_divergence()
+        t2 = time.perf_counter()
+        nonfinite.append(t1 - t0)
+        divergence.append(t2 - t1)
+    return {
+        "json_plain": len(plain.to_bytes()),
+        "json_values": len(a.to_bytes()),
+        "nonfinite_ms": min(nonfinite) * 1000,
+        "divergence_ms": min(divergence) * 1000,
     }
 
 
@@ -165,6 +201,23 @@ def main() -> None:
         if opts.peers:
             line += f" {m['torchview']:.1f} | {r['paired']['torchview']:.2f}× |"
         lines.append(line)
+    lines += [
+        "",
+        "Value traces (``values=True``), same runs. Target: values trace ≤ 1.5× forward, its JSON ≤ 1.5× the "
+        "plain trace's, first_nonfinite and first_divergence < 100 ms.",
+        "",
+        "| model | values trace (ms, median) | values / forward (paired) | values / forward (fastest runs) "
+        "| values / trace (paired) | JSON plain (bytes) | JSON values (bytes) | JSON ratio "
+        "| first_nonfinite (ms) | first_divergence (ms) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['model']} | {r['med']['values']:.1f} | {r['paired']['values']:.2f}× | "
+            f"{r['best']['values']:.2f}× | {r['values_cost']:.2f}× | {r['json_plain']:,} | "
+            f"{r['json_values']:,} | {r['json_values'] / r['json_plain']:.2f}× | {r['nonfinite_ms']:.1f} | "
+            f"{r['divergence_ms']:.1f} |"
+        )
     text = "\n".join(lines) + "\n"
     out = ROOT / "bench" / "results" / "trace.md"
     out.parent.mkdir(parents=True, exist_ok=True)

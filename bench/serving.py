@@ -49,3 +49,41 @@ def spawn(args: list[str], cwd: Path, timeout: float = 120) -> tuple[subprocess.
             proc.wait(timeout=10)
             err.seek(0)
             raise RuntimeError(f"{args} never printed its URL ({exc}): {err.read()[-2000:]}") from None
+
+
+class RedisServer:
+    """A throwaway ``redis-server`` on a free port (no persistence), stopped by its pid: the shared store of
+    the team-server benchmarks (bench_load.py --team, --soak)."""
+
+    def __init__(self, maxmemory: str = "512mb") -> None:
+        import shutil
+        import socket
+
+        exe = shutil.which("redis-server")
+        if exe is None:
+            raise RuntimeError("redis-server is not installed (make system installs it)")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = int(s.getsockname()[1])
+        self.proc = subprocess.Popen(
+            [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+            + ["--maxmemory", maxmemory, "--maxmemory-policy", "volatile-lru"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("redis-server did not start")
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)

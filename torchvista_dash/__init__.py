@@ -18,8 +18,10 @@ __all__ = [
     "TorchvistaDashError",
     "TraceFormatError",
     "compare",
+    "configure",
     "from_exported",
     "from_fx",
+    "install",
     "load_trace",
     "trace_model",
     "__version__",
@@ -31,4 +33,12 @@ def __getattr__(name: str) -> Any:
         from torchvista_dash.app.component.aio import ModelGraph
 
         return ModelGraph
+    if name == "configure":  # where traces are shared: configure(store="redis://host:6379/0")
+        from torchvista_dash.app.traces.shared import configure_package
+
+        return configure_package
+    if name == "install":  # set up a Dash app of your own to host ModelGraphs (app/server/install.py)
+        from torchvista_dash.app.server.install import install
+
+        return install
     raise AttributeError(f"module 'torchvista_dash' has no attribute {name!r}")

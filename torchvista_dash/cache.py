@@ -1,7 +1,9 @@
 """A bounded, thread-safe LRU whose misses are computed once, however many requests ask at the same time.
 
 Ten users opening the same uncached view must cost one Graphviz run, not ten: the first request computes,
-the others wait for its result (and compute it themselves only if it failed).
+the others wait for its result (and compute it themselves only if it failed). It is the one cache type of the
+package: every derived thing (a trace's views, layouts and figures, layout pieces, pictures, progress
+records) is kept in one, owned by one module, so what bounds memory is written once.
 """
 
 from __future__ import annotations
@@ -68,18 +70,55 @@ class Cache(Generic[K, V]):
                     return self._data[key]
             try:
                 value = make()
-                weight = self._weigh(value) if self._weigh is not None else 0
-                with self._lock:
-                    self._data[key] = value
-                    self._data.move_to_end(key)
-                    self.nbytes += weight - self._weights.get(key, 0)
-                    self._weights[key] = weight
-                    self._evict()
+                self.put(key, value)
                 return value
             finally:
                 with self._lock:
                     if self._making.get(key) is gate:
                         del self._making[key]
+
+    def put(self, key: K, value: V) -> None:
+        """Hold ``value`` under ``key`` (the most recently used), evicting past the bounds."""
+        weight = self._weigh(value) if self._weigh is not None else 0
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            self.nbytes += weight - self._weights.get(key, 0)
+            self._weights[key] = weight
+            self._evict()
+
+    def pop(self, key: K) -> V | None:
+        """Forget ``key``; its value, or None if it was not held."""
+        with self._lock:
+            self.nbytes -= self._weights.pop(key, 0)
+            return self._data.pop(key, None)
+
+    def reweigh(self, key: K) -> None:
+        """Weigh ``key``'s value again (a value that shrank, once compressed), evicting past the bounds."""
+        if self._weigh is None:
+            return
+        with self._lock:
+            if key in self._data:
+                weight = self._weigh(self._data[key])
+                self.nbytes += weight - self._weights.get(key, 0)
+                self._weights[key] = weight
+                self._evict()
+
+    def values(self) -> list[V]:
+        """A snapshot of the held values, least recently used first."""
+        with self._lock:
+            return list(self._data.values())
+
+    def info(self) -> dict[str, int]:
+        """Hits, misses, values and bytes held now, and the bounds."""
+        with self._lock:
+            return {
+                "hits": self.hits,
+                "misses": self.misses,
+                "size": len(self._data),
+                "maxsize": self.maxsize,
+                "nbytes": self.nbytes,
+            }
 
     def _evict(self) -> None:
         """Drop the least recently used values past either bound (called with the lock held)."""

@@ -16,6 +16,7 @@ import argparse
 import errno
 import gc
 import importlib
+import os
 import socket
 import sys
 import traceback
@@ -241,11 +242,32 @@ def _check_settings(serving: bool = False) -> None:
             raise CLIError(str(exc)) from None
 
 
+def _open_store(url: str | None, workers: int) -> tuple[str, str | None]:
+    """The store serve uses (its URL, and a temporary folder to remove at exit), checked to answer now: an
+    unreachable one is one ``error:`` line naming it, not a message in every page later."""
+    from torchvista_dash.app.server import workers as workers_mod
+    from torchvista_dash.app.traces import shared
+
+    cleanup = None
+    if not url and workers > 1:
+        url, cleanup = workers_mod.temporary_store()
+    try:
+        store = workers_mod.check_store(url or "") if workers > 1 else shared.open_store(url)
+        store.ping()
+    except (shared.StoreError, shared.StoreUnavailable, workers_mod.WorkersError) as exc:
+        raise CLIError(_one_line(exc)) from None
+    shared.configure(store)
+    return store.url, cleanup
+
+
 def _serve(ns: argparse.Namespace) -> int:
     from torchvista_dash.app.server.server import make_app, serve_forever
 
     check_port(ns.port)  # the arguments, then the target, then the port: cheapest first
+    if ns.workers < 1:
+        raise CLIError(f"--workers must be at least 1, not {ns.workers}")
     _check_settings(serving=True)
+    store_url, cleanup = _open_store(ns.store or os.environ.get("TVD_STORE"), ns.workers)
     options: dict[str, Any] = {
         "depth": _depth(ns.depth),
         "theme": ns.theme,
@@ -253,6 +275,8 @@ def _serve(ns: argparse.Namespace) -> int:
         "color_by": ns.color_by,
         **_flags(ns),
     }
+    if ns.workers > 1:
+        return _serve_workers(ns, options, store_url, cleanup)
     if ns.target is None:
         options.update(gallery=True, title="torchvista_dash gallery")
     elif Path(ns.target).is_dir():
@@ -266,6 +290,7 @@ def _serve(ns: argparse.Namespace) -> int:
             print(f"warning: skipping {line}", file=sys.stderr)
         options.update(gallery=gallery, title=gallery.title)
     else:
+        _import_modules(ns)
         trace = resolve_target(ns.target, ns.allow_pickle, values=ns.values)
         err = trace.graph.error
         if err is not None:
@@ -275,12 +300,52 @@ def _serve(ns: argparse.Namespace) -> int:
             )
         options.update(traces=[trace], title=trace.graph.model_name or "torchvista_dash")
     check_port_free(ns.host, ns.port)
-    app = make_app(**options, allowed_hosts=ns.allow_host)
+    app = make_app(**options, allowed_hosts=ns.allow_host, push_token=ns.push_token)
     # What is traced now lives as long as this process: frozen, out of the collector's sight, it is not walked
     # by every full collection (over an 80-layer Llama's trace one takes about 0.3 s, in the middle of a first
     # view or a click; bench/bench_figure_build.py measures it)
     gc.freeze()
     serve_forever(app, ns.host, ns.port)
+    return 0
+
+
+def _serve_workers(
+    ns: argparse.Namespace, options: dict[str, Any], store_url: str, cleanup: str | None
+) -> int:
+    """serve under gunicorn: the target traced here once and kept in the store, each worker reading it."""
+    from torchvista_dash.app.server import workers
+    from torchvista_dash.app.traces import sharing
+
+    trace_id = folder = None
+    if ns.target is not None and Path(ns.target).is_dir():
+        folder = ns.target
+    elif ns.target is not None:
+        trace = resolve_target(ns.target)
+        sharing.publish_trace(trace, keep=True)  # the server's own trace: never dropped from the store
+        trace_id = trace.id
+        options["title"] = trace.graph.model_name or "torchvista_dash"
+    check_port_free(ns.host, ns.port)
+    site = workers.Site(store_url, trace_id, folder, options, tuple(ns.allow_host), ns.push_token)
+    try:
+        workers.run(site, ns.host, ns.port, ns.workers, cleanup=cleanup)
+    except workers.WorkersError as exc:
+        raise CLIError(str(exc)) from None
+    return 0
+
+
+def _push(ns: argparse.Namespace) -> int:
+    from torchvista_dash import load_trace
+    from torchvista_dash.app.http.push import PushError, push_trace
+
+    try:
+        trace = load_trace(ns.trace)
+    except (ValueError, OSError) as exc:
+        raise CLIError(f"cannot push {ns.trace}: {_one_line(exc)}") from None
+    try:
+        url = push_trace(trace, ns.server, ns.token)
+    except PushError as exc:
+        raise CLIError(_one_line(exc)) from None
+    print(url)
     return 0
 
 
@@ -295,6 +360,7 @@ def _export(ns: argparse.Namespace) -> int:
         raise CLIError(str(exc)) from None
     if not out.parent.exists():
         raise CLIError(f"the folder {out.parent} does not exist; create it first")
+    _import_modules(ns)
     trace = resolve_target(ns.target, ns.allow_pickle, values=ns.values)
     if fmt != "json":
         _check_settings()
@@ -310,6 +376,7 @@ def _export(ns: argparse.Namespace) -> int:
                 theme=ns.theme,
                 rankdir=ns.direction,
                 color_by=ns.color_by,
+                root=ns.root,
                 **_flags(ns),
             )
     except RuntimeError as exc:  # Graphviz missing, failing or over its time budget
@@ -329,6 +396,7 @@ def _export(ns: argparse.Namespace) -> int:
 def _diff(ns: argparse.Namespace) -> int:
     from torchvista_dash.compare import compare
 
+    _import_modules(ns)
     values = getattr(ns, "values", False)
     a = resolve_target(ns.a, ns.allow_pickle, values=values)
     b = resolve_target(ns.b, ns.allow_pickle, values=values)
@@ -427,6 +495,23 @@ def _pickle_option(p: argparse.ArgumentParser) -> None:
         help="open a .pt2 that holds pickled objects (loading it runs the code they name: only for files "
         "you trust)",
     )
+    p.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE before reading TARGET (repeatable): a .pt2 whose inputs or outputs are a "
+        "library's types (transformers' model outputs) needs that library imported",
+    )
+
+
+def _import_modules(ns: argparse.Namespace) -> None:
+    for name in getattr(ns, "imports", []):
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise CLIError(f"--import {name}: cannot import it ({exc})") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -453,16 +538,40 @@ def build_parser() -> argparse.ArgumentParser:
         help="also answer requests for this Host name (repeatable; '*' for any). Only the bound "
         "address, localhost, 127.0.0.1 and ::1 are answered otherwise (DNS rebinding)",
     )
+    s.add_argument(
+        "--store",
+        metavar="URL",
+        help="where workers and hosts share traces: file:///path or redis://host:6379/0 (default "
+        "$TVD_STORE, else this process's memory; with --workers, a temporary folder)",
+    )
+    s.add_argument("--workers", type=int, default=1, help="worker processes, under gunicorn (default 1)")
+    s.add_argument(
+        "--push-token",
+        metavar="T",
+        default=None,
+        help="accept traces pushed with this token (default $TVD_PUSH_TOKEN; none: every push refused)",
+    )
     _view_options(s)
     _color_by_option(s)
     _pickle_option(s)
     s.set_defaults(func=_serve)
+    u = sub.add_parser("push", help="send a saved trace to a running server (it answers the page's link)")
+    u.add_argument("trace", help="a saved trace (file.json)")
+    u.add_argument("--server", required=True, metavar="URL", help="the server's page, e.g. http://host:8050/")
+    u.add_argument("--token", metavar="T", help="the server's push token (default $TVD_PUSH_TOKEN)")
+    u.set_defaults(func=_push)
     e = sub.add_parser("export", help="write the picture (html, svg, png, pdf) or the trace (json)")
     e.add_argument("target", help=target_help)
     e.add_argument("-o", "--output", required=True, help="output file; its extension picks the format")
     e.add_argument("--format", choices=EXPORT_FORMATS, help="override the format the extension implies")
     _view_options(e)
     _color_by_option(e)
+    e.add_argument(
+        "--root",
+        default=None,
+        metavar="QUALNAME",
+        help="draw one module as its own graph, with its own inputs and outputs (e.g. layers.3.mlp)",
+    )
     _pickle_option(e)
     e.set_defaults(func=_export)
     d = sub.add_parser(

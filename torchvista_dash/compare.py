@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from torchvista_dash.model.costs import stats_rows
 from torchvista_dash.model.graph import Graph, ModuleCall, call_id_for, shape_text
+from torchvista_dash.model.valuediff import ATOL, RTOL, OpDiff, ValueDiff
 from torchvista_dash.traced import Trace
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -183,6 +184,39 @@ class Diff:
             path.write_text(json.dumps(self.summary(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
             return path
         return self.trace.export(path, **options)
+
+    # ---- values: where two runs of one architecture diverge (value traces) -----------------------------
+    @functools.cached_property
+    def values(self) -> ValueDiff:
+        """Per op, how far the two runs' outputs are apart (both traces made with ``values=True``)."""
+        return ValueDiff(self.a, self.b)
+
+    def first_divergence(self, rtol: float = RTOL, atol: float = ATOL) -> OpDiff | None:
+        """The first op whose output differs beyond ``atol + rtol * |value|`` while its inputs did not
+        (``.name``, ``.qualname``, ``.node``, ``.abs``, ``.rel``); None if the runs agree."""
+        return self.values.first_divergence(rtol, atol)
+
+    def values_figure(
+        self, rtol: float = RTOL, atol: float = ATOL, depth: int | None = 1, **options: Any
+    ) -> Any:
+        """The second run's graph coloured by each op's relative difference from the first, with the first
+        divergence opened, outlined and centred in the details it hovers with."""
+        from torchvista_dash.model.metrics import UserValues
+        from torchvista_dash.model.options import split_options
+        from torchvista_dash.pipeline import figure_of
+        from torchvista_dash.view import build as view_mod
+
+        first = self.first_divergence(rtol, atol)
+        view, draw = split_options({"depth": depth, **options}, where="values_figure()")
+        spec = view_mod.make_spec(
+            self.b, depth=view.depth, fold_repeats=view.fold_repeats, show_params=view.show_params
+        )
+        if first is not None:
+            spec = view_mod.expand_to(self.b, spec, first.node)
+        vg = view_mod.build_view(self.b, spec, view.node_budget)
+        highlight = None if first is None else view_mod.visible_id_of(self.b, vg, first.node)
+        rel = UserValues(tuple(sorted(self.values.relative().items())), label="relative difference")
+        return figure_of(self.b, vg, dataclasses.replace(draw, color_by=rel, highlight=highlight))
 
     def status_of_call(self, call: ModuleCall) -> str:
         """A merged-graph call's status (grafted calls are the removed ones)."""

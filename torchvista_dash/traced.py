@@ -8,7 +8,7 @@ wraps the result here: the facade sits on top, no stage calls back into it.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -87,6 +87,13 @@ class Trace:
     def to_json(self) -> str:
         return self.graph.to_json()
 
+    def push(self, url: str, token: str | None = None) -> str:
+        """Send this trace to the server at ``url`` (started with ``--push-token``); returns the link of the
+        page that shows it, on any of its workers or hosts. ``token``: default ``$TVD_PUSH_TOKEN``."""
+        from torchvista_dash.app.http.push import push_trace
+
+        return push_trace(self, url, token)
+
     # ---- costs -------------------------------------------------------------------------
     def stats(self, as_frame: bool = False) -> Any:
         """One row per module (qualname, cls, calls, params, param_bytes, flops, output_bytes, time_ms); the
@@ -160,14 +167,26 @@ class Trace:
 
         ``options``: any of ``ViewOptions`` (fold_repeats, show_params, node_budget) and ``DrawOptions``
         (theme, rankdir, highlight, labels, details, color_by: colour boxes by "flops", "params", "bytes" or
-        "time").
+        "time"; selected: a box whose inputs and outputs are lit, with reach "step"/"up"/"down"/"all" or
+        path_to another box); ``root="layers.3.mlp"`` draws one module as its own graph.
         """
         from torchvista_dash.pipeline import figure_of
         from torchvista_dash.view.build import view_of
 
         view, draw = split_options({"depth": depth, **options}, where="figure()")
-        vg = view_of(self.graph, view, self.expanded_or_default(expanded), unfolded)
-        return figure_of(self.graph, vg, draw, paint=self.paint(vg, draw.theme))
+        trace = self.focused(view.root)
+        vg = view_of(trace.graph, view, trace.expanded_or_default(expanded), unfolded)
+        return figure_of(trace.graph, vg, draw, paint=trace.paint(vg, draw.theme))
+
+    def focused(self, root: str | None) -> Trace:
+        """One module call as a trace of its own (``root``: its qualname or call id; None: this trace): its
+        ops and sub-modules, the tensors that enter it as inputs and those that leave it as outputs."""
+        if root is None:
+            return self
+        from torchvista_dash.model.focus import focus
+
+        graph = focus(self.graph, root)
+        return self if graph is self.graph else Trace(graph)
 
     def to_html(self, path: str | Path, **options: Any) -> Path:
         """A standalone HTML file (plotly.js embedded): zoom, pan and hover work offline."""
@@ -210,6 +229,7 @@ def trace_model(
     flops: bool = True,
     timing: bool = False,
     values: bool = False,
+    grads: Callable[[Any], Any] | None = None,
 ) -> Trace:
     """Trace ``model(*inputs, **kwargs)`` once, under ``torch.no_grad()``, and restore the model afterwards.
 
@@ -223,6 +243,9 @@ def trace_model(
     ``values=True`` records a summary of every tensor's values (min, max, mean, std, NaN and Inf counts,
     fraction of zeros, a few elements) in the same pass: shown in hover and details, and what
     ``first_nonfinite()``, ``compare`` and ``color_by="absmax"/"std"/"zeros"/"nonfinite"`` read.
+    ``grads=lambda out: out.logits.sum()`` runs one backward pass after the recorded forward and keeps each
+    parameter's gradient norm (``color_by="grad_norm"``; parameters the loss does not reach are listed in
+    hover and details); the model's own ``.grad`` are left as they were.
     """
     from torchvista_dash import __version__
     from torchvista_dash.frontends.trace import trace_graph, user_stacklevel
@@ -236,6 +259,7 @@ def trace_model(
         flops=flops,
         timing=timing,
         values=values,
+        grads=grads,
     )
     if error is not None:
         hint = ""

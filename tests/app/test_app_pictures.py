@@ -20,11 +20,13 @@ import torch
 from support_app import click_id, graph_dom_id, start, wait_drawn, wait_ids, wait_settled
 from test_app_bigview import Tower
 
+import torchvista_dash
 from torchvista_dash import ModelGraph, trace_model
 from torchvista_dash.app.actions import exporting
 from torchvista_dash.app.http import picture_routes
 from torchvista_dash.app.server.server import make_app
 from torchvista_dash.app.traces import pictures, state
+from torchvista_dash.app.traces.page_state import PageState
 from torchvista_dash.demos import demo_trace
 
 M = "main"
@@ -141,27 +143,34 @@ def test_figures_name_the_url_under_the_apps_prefix_and_exports_stand_alone(dot_
         if isinstance(p.get("id"), dict) and p["id"].get("subcomponent") == "store"
     )
     with app.server.test_request_context("/_dash-update-component", method="POST"):
-        exported = exporting.current_figure(store)
+        page = PageState.from_store(store)
+        exported = exporting.current_figure(page)
         live = state.figure_with_ranges(
-            store["trace"],
-            state.spec_from_store(store),
-            state.draw_from_store(store),
-            store["ranges"],
-            picture_base=picture_routes.base_url(),
+            page.trace,
+            page.spec,
+            page.draw,
+            page.ranges,
+            picture_base=picture_routes.base_url(app),
         )
     assert exported["layout"]["images"][0]["source"].startswith("data:image/svg+xml;base64,")
     assert live["layout"]["images"][0]["source"].startswith("/user/me/proxy/8050/_tvd/picture/")
 
 
-def test_a_model_graph_in_a_users_app_gets_urls_too(dot_binary: str) -> None:
-    app = dash.Dash(__name__)  # made after the package is imported: it serves the route
+def test_a_model_graph_in_a_users_app_gets_urls_once_installed(dot_binary: str) -> None:
     trace = demo_trace("mlp")
-    app.layout = lambda: ModelGraph(trace, id="user")
+    plain = dash.Dash(__name__)  # not installed: it works, its pictures travel inside the figures
+    plain.layout = lambda: ModelGraph(trace, id="user", app=plain)
+    layout = plain.server.test_client().get("/_dash-layout").get_data(as_text=True)
+    assert "_tvd\\u002fpicture" not in layout and "data:image\\u002fsvg+xml;base64," in layout
+    no_route = plain.server.test_client().get(f"/_tvd/picture/{'0' * 32}.svg")
+    assert no_route.content_type.startswith("text/html")  # Dash's page for any other path: no route
+    app = torchvista_dash.install(dash.Dash(__name__))
+    app.layout = lambda: ModelGraph(trace, id="user", app=app)
     client = app.server.test_client()
     layout = client.get("/_dash-layout").get_data(as_text=True)
     key = re.search(r"_tvd\\u002fpicture\\u002f([0-9a-f]{32})\.svg", layout).group(1)
     assert client.get(f"/_tvd/picture/{key}.svg").status_code == 200
-    # a layout built outside any request (at import time) cannot know the app: its figure stands alone
+    # a layout built without its app: its figure stands alone
     built = ModelGraph(trace, id="static")
     graph = next(c for c in _walk(built) if getattr(c, "id", None) == ModelGraph.ids.graph("static"))
     assert graph.figure["layout"]["images"][0]["source"].startswith("data:image/svg+xml;base64,")

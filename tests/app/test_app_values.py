@@ -75,5 +75,31 @@ def test_first_nonfinite_button_opens_selects_and_centres_it(page) -> None:  # t
         box = page.locator(css_id("main", "graph")).bounding_box()
         assert abs(x - (box["x"] + box["width"] / 2)) < 0.1 * box["width"]
         assert abs(y - (box["y"] + box["height"] / 2)) < 0.1 * box["height"]
+        # colour by NaN/Inf from the menu: the picture is painted, with its colour bar
+        page.click(css_id("main", "color_by"))
+        page.get_by_text("colour by: NaN/Inf", exact=True).click()
+        page.wait_for_function(
+            "(d) => document.getElementById(d).querySelector('.js-plotly-plot').data"
+            ".some(t => t.name === 'colorbar')",
+            arg=graph_dom_id("main"),
+            timeout=20_000,
+        )
+        assert "app-error" not in page.content()
+        page.screenshot(path="/tmp/first_nonfinite.png")
     finally:
         srv.stop()
+
+
+def test_the_colour_by_menu_offers_the_value_metrics_of_a_value_trace_only() -> None:
+    from torchvista_dash.app.component.component import color_by_control
+
+    def menu(t):  # type: ignore[no-untyped-def]
+        return {
+            o["label"]: o.get("disabled", False) for o in color_by_control({"id": 1}, t.graph, None).options
+        }
+
+    valued = menu(trace_model(InPlaceNet().eval(), torch.randn(2, 8), values=True))
+    plain = menu(trace_model(InPlaceNet().eval(), torch.randn(2, 8)))
+    for label in ("colour by: largest |value|", "colour by: std of values", "colour by: fraction of zeros"):
+        assert valued[label] is False and plain[label] is True
+    assert valued["colour by: NaN/Inf"] is False and valued["colour by: gradient norm"] is True

@@ -1,14 +1,15 @@
-"""VisibleGraph → Layout with Graphviz ``dot`` (one run, JSON output), cached in a bounded LRU.
+"""VisibleGraph → Layout with Graphviz ``dot`` (one run, JSON output, or by module).
 
-A view's layout depends only on the VisibleGraph and the options, so returning to a view (collapse after
-expand, the app's precomputed next click) costs a dictionary lookup instead of a Graphviz run.
+``layout_view`` is a pure function of the view and the options and keeps no whole-view layouts: whoever keeps
+a view's layout owns its cache (the app's per-trace registry entry, bounded by bytes, so evicting a trace
+frees its layouts). Below it, the layout by module keeps the pieces it is made of (``compose``): 80 identical
+decoder layers are laid out once, in any view of any trace.
 """
 
 from __future__ import annotations
 
 import gc
 import threading
-from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -66,16 +67,14 @@ __all__ = [
     "to_dot",
 ]
 
-CACHE_SIZE = 64
 # Views with more open modules than this are laid out by module. bench/bench_layout_scale.py compares the two
 # (docs/performance.md, "Layout"): by module is as fast or faster even for the default views (one open module:
 # dot processes kept running beat a fresh one) and draws them as compactly, so only views with nothing open
 # (one box per top-level call, no cluster) take one dot run over the whole view.
 SINGLE_RUN_MAX_CLUSTERS = 0
 DOT_FORMAT = "json0"  # JSON without xdot drawing ops: a quarter of the bytes, and dot writes it faster
-_cache: OrderedDict[tuple[VisibleGraph, str, str], Layout] = OrderedDict()
 _lock = threading.Lock()
-_stats = {"hits": 0, "misses": 0, "dot_runs": 0}
+_stats = {"layouts": 0, "dot_runs": 0}  # views laid out, whole-view dot runs (pieces count their own)
 
 
 _reporter: ContextVar[Progress | None] = ContextVar("tvd_layout_progress", default=None)
@@ -105,13 +104,13 @@ def layout_view(
     progress: Progress | None = None,
     method: str = "auto",
 ) -> Layout:
-    """Node boxes, cluster boxes and edge paths for ``vg`` (points, y up). Cached by (view, rankdir).
+    """Node boxes, cluster boxes and edge paths for ``vg`` (points, y up); not cached here (see above).
 
     ``method`` is ``single`` (one dot run over the whole view), ``composed`` (each open module laid out on its
     own and the pieces composed, see ``compose``) or ``auto`` (``choose_method``). ``progress(stage, i, n)``
     is called as the composed layout goes (stage ``modules``: i of n modules laid out; then ``compose``).
     Raises GraphvizNotFound if dot is missing, GraphvizError if it fails or overruns ``timeout`` seconds.
-    The returned Layout is shared with the cache: treat it as read-only.
+    Whoever caches the returned Layout shares it: treat it as read-only.
     """
     check_rankdir(rankdir)
     if progress is None:
@@ -120,14 +119,8 @@ def layout_view(
         method = choose_method(vg)
     if method not in ("single", "composed"):
         raise ValueError(f"method must be 'auto', 'single' or 'composed', got {method!r}")
-    key = (vg, rankdir, method)
     with _lock:
-        hit = _cache.get(key)
-        if hit is not None:
-            _cache.move_to_end(key)
-            _stats["hits"] += 1
-            return hit
-        _stats["misses"] += 1
+        _stats["layouts"] += 1
     gc_was_enabled = gc.isenabled()
     gc.disable()  # building/parsing allocates 100,000s of short-lived objects: no full collection mid-click
     try:
@@ -139,11 +132,6 @@ def layout_view(
     finally:
         if gc_was_enabled:
             gc.enable()
-    with _lock:
-        _cache[key] = lay
-        _cache.move_to_end(key)
-        while len(_cache) > CACHE_SIZE:
-            _cache.popitem(last=False)
     return lay
 
 
@@ -159,15 +147,13 @@ def _single_run(vg: VisibleGraph, rankdir: str, timeout: float | None) -> Layout
 
 
 def cache_info() -> dict[str, Any]:
-    """Hits, misses, Graphviz runs so far (whole views and pieces), the current/maximum cache size, and the
-    piece cache's own counts (``piece_hits``, ``piece_misses``, ``piece_dot_runs``, ``piece_size``)."""
+    """Views laid out and Graphviz runs so far (whole views and pieces), and the piece cache's counts
+    (``piece_hits``, ``piece_misses``, ``piece_dot_runs``, ``piece_size``)."""
     pieces = piece_cache_info()
     with _lock:
         return {
             **_stats,
             "dot_runs": _stats["dot_runs"] + pieces["piece_dot_runs"],
-            "size": len(_cache),
-            "maxsize": CACHE_SIZE,
             "piece_hits": pieces["piece_hits"],
             "piece_misses": pieces["piece_misses"],
             "piece_dot_runs": pieces["piece_dot_runs"],
@@ -176,7 +162,5 @@ def cache_info() -> dict[str, Any]:
 
 
 def clear_cache() -> None:
-    """Forget every cached view layout and every cached piece (the next layouts run dot again)."""
-    with _lock:
-        _cache.clear()
+    """Forget every cached piece (the next layouts run dot again)."""
     clear_piece_cache()

@@ -41,7 +41,7 @@ from torchvista_dash.model.checks import (
     trace_size_limit,
 )
 from torchvista_dash.model.checks import TraceSizeError as TraceSizeError
-from torchvista_dash.model.values import ValueStats, read_node_values, stats_to_dict
+from torchvista_dash.model.values import ValueStats, read_grads, read_node_values, stats_to_dict
 
 SCHEMA = "torchvista_dash.model.graph/1"
 # a trace with value summaries (Node.values): older readers refuse it by its schema rather than by a field
@@ -165,6 +165,8 @@ class Graph:
     measured: tuple[str, ...] = ()  # what the nodes carry: "flops", "time", "values" (older traces: none)
     # What the source could not give and every view says (a graph with no shapes, no module structure)
     notes: tuple[str, ...] = ()
+    # grads=: each trainable parameter's gradient norm (None: the loss does not reach it), by every name
+    grads: tuple[tuple[str, float | None], ...] = ()
 
     # ---- lookups (computed once; the graph is immutable) -------------------------------
     @cached_property
@@ -235,7 +237,7 @@ class Graph:
     # ---- JSON -------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema": SCHEMA_VALUES if "values" in self.measured else SCHEMA,
+            "schema": SCHEMA_VALUES if {"values", "grads"} & set(self.measured) else SCHEMA,
             "model_name": self.model_name,
             "versions": dict(self.versions),
             "error": None if self.error is None else _error_to_dict(self.error),
@@ -244,6 +246,7 @@ class Graph:
             "edges": [_edge_to_dict(e) for e in self.edges],
             **({"measured": list(self.measured)} if self.measured else {}),
             **({"notes": list(self.notes)} if self.notes else {}),
+            **({"grads": [list(g) for g in self.grads]} if self.grads else {}),
         }
 
     def to_bytes(self) -> bytes:
@@ -361,7 +364,7 @@ def numel(shape: Iterable[int]) -> int:
     return n
 
 
-MEASURABLE = ("flops", "time", "values")
+MEASURABLE = ("flops", "time", "values", "grads")
 
 
 def _read_time_ms(value: Any) -> float | None:
@@ -513,6 +516,7 @@ _read_graph = record(
         ("versions", read_str_map, ()),
         ("measured", _read_measured, ()),
         ("notes", read_strs, ()),
+        ("grads", read_grads, ()),
     ),
     "trace",
 )

@@ -10,9 +10,10 @@ is one ``register(Metric(...))``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from torchvista_dash.model.graph import Graph, ModuleCall, Node, numel
 from torchvista_dash.model.values import ValueStats, nonfinite_marks
@@ -61,7 +62,8 @@ class Metric:
     node_value: Callable[[Graph, Node], float | None]
     combine: Combine = "sum"
     kinds: tuple[str, ...] = ("op",)
-    call_value: Callable[[ModuleCall], float] | None = None
+    call_value: Callable[[Graph, ModuleCall], float | None] | None = None
+    call_covers_inside: bool = True  # a ``call_value`` already counts what is inside the call (params)
     empty: float | None = 0.0
     needs: str | None = None
     missing: str = ""
@@ -133,18 +135,81 @@ class MetricValues:
                 inside.setdefault(n.parent, []).append(self.node[n.id])
         self.call: dict[str, float | None] = {}
         own = metric.call_value
+        covers = own is not None and metric.call_covers_inside
         for c in reversed(graph.module_calls):  # a call is recorded before the calls inside it
-            self.call[c.id] = own(c) if own is not None else metric.combined(inside.get(c.id, ()))
-            if c.parent is not None and own is None:
+            v = own(graph, c) if own is not None else None
+            self.call[c.id] = metric.combined(inside.get(c.id, ())) if v is None and not covers else v
+            if c.parent is not None and not covers:
                 inside.setdefault(c.parent, []).append(self.call[c.id])
         tops = [self.call[cid] for cid in graph.children_calls.get(None, [])]
-        self.total = metric.combined([*tops, *([] if own is not None else inside.get(None, ()))])
+        self.total = metric.combined([*tops, *([] if covers else inside.get(None, ()))])
 
     def of_calls(self, call_ids: Iterable[str]) -> float | None:
         """The value of a box standing for these calls (a folded run: all its members); ids that are no
         call (a grouped input or output) have none."""
         found = [self.call[c] for c in call_ids if c in self.call]
         return self.metric.combined(found) if found else None
+
+
+@dataclass(frozen=True)
+class UserValues:
+    """Numbers from the user per module (qualname or call id) or node id, ``color_by={"layers.0.mlp": 0.93}``
+    (a quantisation error computed elsewhere). A box without a number of its own takes the largest inside."""
+
+    pairs: tuple[tuple[str, float], ...]
+    label: str = "user value"
+
+    @classmethod
+    def of(cls, data: Mapping[Any, Any]) -> UserValues:
+        bad = [k for k, v in data.items() if not isinstance(k, str) or not _is_number(v)]
+        if bad:
+            raise ValueError(
+                "color_by as a mapping takes module qualnames or node ids to finite numbers; "
+                f"not these: {', '.join(repr(k) for k in bad[:8])}"
+            )
+        return cls(tuple(sorted((k, float(v)) for k, v in data.items())))
+
+    def metric(self, graph: Graph) -> Metric:
+        """The metric these numbers make on ``graph``; keys it does not know are one error naming them."""
+        by_key = dict(self.pairs)
+        known = set(graph.calls_by_qualname) | set(graph.call_by_id) | set(graph.node_by_id)
+        unknown = sorted(k for k in by_key if k not in known)
+        if unknown:
+            shown = ", ".join(repr(k) for k in unknown[:8]) + (
+                f" and {len(unknown) - 8} more" if len(unknown) > 8 else ""
+            )
+            raise ValueError(
+                f"color_by: no module or node {shown} in this trace; keys are module qualnames "
+                "(as in model.named_modules(), e.g. 'layers.0.mlp'), module call ids or node ids"
+            )
+        return Metric(
+            "user",
+            self.label,
+            _plain,
+            lambda g, n: by_key.get(n.id),
+            combine="max",
+            kinds=_NODE_KINDS,
+            call_value=lambda g, c: by_key.get(c.id, by_key.get(c.qualname)),
+            call_covers_inside=False,
+            empty=None,
+            share=False,
+            scale="linear",
+        )
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+_NODE_KINDS = ("op", "input", "output", "constant", "parameter")
+
+
+def resolve(graph: Graph, color_by: str | UserValues) -> tuple[Metric, MetricValues]:
+    """The metric ``color_by`` names (checked against what the trace recorded) and its values on ``graph``."""
+    if isinstance(color_by, UserValues):
+        metric = color_by.metric(graph)
+        return metric, MetricValues(graph, metric)
+    return check_metric(graph, color_by), values_of(graph, color_by)
 
 
 def values_of(graph: Graph, name: str) -> MetricValues:
@@ -194,7 +259,7 @@ register(
         scaled("params", compact=True),
         lambda g, n: float(_param_numel(g, n)) if n.kind == "parameter" else 0.0,
         kinds=("op", "parameter"),
-        call_value=lambda c: float(c.num_params),
+        call_value=lambda g, c: float(c.num_params),
     )
 )
 register(
@@ -272,3 +337,77 @@ register(
         levels=(0.0, 1.0, 2.0),
     )
 )
+
+
+# ---- gradient flow (trace_model(..., grads=loss_fn)) -------------------------------------------------------
+def grad_index(graph: Graph) -> dict[str, float | None]:
+    """Parameter name → its gradient norm (None: no gradient), for a trace made with ``grads=``."""
+    found = graph.__dict__.get("_grad_index")
+    if found is None:
+        found = graph.__dict__["_grad_index"] = dict(graph.grads)
+    return found
+
+
+def _norm(norms: Iterable[float | None]) -> float | None:
+    """The norm of several gradients together (None if none of them has one)."""
+    known = [v for v in norms if v is not None]
+    return math.sqrt(sum(v * v for v in known)) if known else None
+
+
+def _subtree_norms(graph: Graph) -> dict[str, float | None]:
+    """Module qualname → the norm of every gradient of the parameters in its subtree."""
+    found = graph.__dict__.get("_subtree_grads")
+    if found is None:
+        sq: dict[str, float] = {}
+        have: set[str] = set()
+        for name, norm in graph.grads:
+            prefix: str | None = name.rpartition(".")[0]
+            while prefix is not None:
+                have.add(prefix)
+                if norm is not None:
+                    sq[prefix] = sq.get(prefix, 0.0) + norm * norm
+                prefix = None if prefix == "" else prefix.rpartition(".")[0]
+        found = {q: (math.sqrt(sq[q]) if q in sq else None) for q in have}
+        graph.__dict__["_subtree_grads"] = found
+    return found
+
+
+def no_gradient(graph: Graph, qualname: str | None = None) -> list[str]:
+    """Trainable parameters the loss did not reach (all, or those under the module ``qualname``)."""
+    prefix = "" if not qualname else qualname + "."
+    return [q for q, norm in graph.grads if norm is None and q.startswith(prefix)]
+
+
+register(
+    Metric(
+        "grad_norm",
+        "gradient norm",
+        _plain,
+        lambda g, n: (
+            grad_index(g).get(n.name)
+            if n.kind == "parameter"
+            else _norm(grad_index(g).get(p) for p in n.params)
+        ),
+        combine="max",
+        kinds=("op", "parameter"),
+        call_value=lambda g, c: _subtree_norms(g).get(c.qualname),  # its subtree's parameters
+        empty=None,
+        needs="grads",
+        missing="trace with trace_model(model, inputs, grads=lambda out: <a scalar loss of the output>)",
+        share=False,
+    )
+)
+
+
+def grad_lines(graph: Graph, qualname: str, limit: int = 6) -> list[tuple[str, str]]:
+    """(label, text) for a module of a ``grads=`` trace: its subtree's gradient norm and, marked, the
+    parameters under it that got no gradient."""
+    norm = _subtree_norms(graph).get(qualname)
+    rows = [("gradient norm", "–" if norm is None else _plain(norm))]
+    missing = no_gradient(graph, qualname)
+    if missing:
+        shown = ", ".join(missing[:limit]) + (
+            f" and {len(missing) - limit} more" if len(missing) > limit else ""
+        )
+        rows.append(("no gradient", f"{len(missing)}: {shown}"))
+    return rows

@@ -130,6 +130,19 @@ def read_stats(value: Any) -> ValueStats | None:
 read_node_values = list_of(read_stats)
 
 
+def read_grads(value: Any) -> tuple[tuple[str, float | None], ...]:
+    """``[["layers.0.fc.weight", 0.031], ["head.bias", null], ...]``: a gradient norm per parameter name."""
+    out = []
+    for item in list_of(lambda v: v)(value):
+        if type(item) is not list or len(item) != 2 or type(item[0]) is not str:
+            raise FieldError(f"must be a list of [name, number or null] pairs, got {str(item)[:60]}")
+        norm = read_number(item[1])
+        if norm is not None and norm < 0:
+            raise FieldError(f"a gradient norm is never negative, got {norm}")
+        out.append((item[0], norm))
+    return tuple(out)
+
+
 def _num(v: float) -> str:
     return f"{v:.4g}"
 

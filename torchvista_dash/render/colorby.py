@@ -16,7 +16,7 @@ from typing import Any
 from plotly.colors import sample_colorscale
 
 from torchvista_dash.model.graph import Graph
-from torchvista_dash.model.metrics import MetricValues, check_metric, get_metric, human, values_of
+from torchvista_dash.model.metrics import Metric, MetricValues, UserValues, resolve
 from torchvista_dash.render.hover import esc
 from torchvista_dash.render.paint import BoxPaint, Paint
 from torchvista_dash.view.types import VisibleGraph, VisibleNode
@@ -54,11 +54,10 @@ def box_value(values: MetricValues, graph: Graph, vn: VisibleNode) -> float | No
     return None
 
 
-def colour_paint(graph: Graph, vg: VisibleGraph, metric: str, theme: str = "light") -> Paint:
-    """The Paint that colours ``vg``'s boxes by ``metric`` (a name in ``metrics.REGISTRY``), plus its colour
-    bar."""
-    spec = check_metric(graph, metric)
-    values_all = values_of(graph, metric)
+def colour_paint(graph: Graph, vg: VisibleGraph, color_by: str | UserValues, theme: str = "light") -> Paint:
+    """The Paint that colours ``vg``'s boxes by ``color_by`` (a name in ``metrics.REGISTRY``, or the user's
+    numbers), plus its colour bar."""
+    spec, values_all = resolve(graph, color_by)
     total = (values_all.total or 0.0) if spec.share else 0.0
     values = {vn.id: box_value(values_all, graph, vn) for vn in vg.nodes}
     positive = [v for v in values.values() if v is not None and v > 0]
@@ -76,12 +75,12 @@ def colour_paint(graph: Graph, vg: VisibleGraph, metric: str, theme: str = "ligh
             boxes[vid] = BoxPaint(c, c, _text_on(c))
         else:
             boxes[vid] = neutral
-        hover[vid] = _share_line(name, v, total, metric)
+        hover[vid] = _share_line(name, v, total, spec)
     for cl in vg.clusters:  # an expanded call: its value in the header's hover
         v = values_all.call.get(cl.id)
         if v is not None:
-            hover[cl.id] = _share_line(name, v, total, metric)
-    extra = (_colour_bar(lo, hi, metric, colours, spec.scale, spec.levels),) if positive and vg.nodes else ()
+            hover[cl.id] = _share_line(name, v, total, spec)
+    extra = (_colour_bar(lo, hi, spec, colours, spec.scale, spec.levels),) if positive and vg.nodes else ()
     widths = edge_widths(vg) if spec.edge_widths else {}
     return Paint(
         boxes=boxes,
@@ -90,11 +89,15 @@ def colour_paint(graph: Graph, vg: VisibleGraph, metric: str, theme: str = "ligh
         edge_widths=widths,
         title=f"coloured by {name}",
         legend=(
-            _level_legend(spec.levels, lo, hi, metric, colours, neutral, values)
+            _level_legend(spec.levels, lo, hi, spec, colours, neutral, values)
             if spec.levels
-            else _legend(lo, hi, metric, colours, neutral, positive, values, spec.scale)
+            else _legend(lo, hi, spec, colours, neutral, positive, values, spec.scale)
         ),
     )
+
+
+def _text(v: float | None, spec: Metric) -> str:
+    return "–" if v is None else spec.format(v)
 
 
 def _step(v: float, lo: float, hi: float, scale: str) -> int:
@@ -106,7 +109,7 @@ def _level_legend(
     levels: tuple[float, ...],
     lo: float,
     hi: float,
-    metric: str,
+    spec: Metric,
     colours: list[str],
     neutral: BoxPaint,
     values: dict[str, float | None],
@@ -121,7 +124,7 @@ def _level_legend(
         if level > 0:
             c = colours[_step(level, lo, hi, "linear")]
             paint = BoxPaint(c, c, _text_on(c))
-        out.append((paint, human(level, metric)))
+        out.append((paint, _text(level, spec)))
     return tuple(out)
 
 
@@ -164,7 +167,7 @@ def edge_widths(vg: VisibleGraph) -> dict[tuple[str, str], float]:
 def _legend(
     lo: float,
     hi: float,
-    metric: str,
+    spec: Metric,
     colours: list[str],
     neutral: BoxPaint,
     positive: list[float],
@@ -181,21 +184,21 @@ def _legend(
     for k in range(k_max, -1, -1):
         v = max(positive) if k == k_max else _from(lo + (hi - lo) * k / k_max, scale)
         c = colours[k]
-        out.append((BoxPaint(c, c, _text_on(c)), human(v, metric)))
+        out.append((BoxPaint(c, c, _text_on(c)), _text(v, spec)))
     if any(v == 0 for v in values.values()):
         out.append((neutral, "0"))
     return tuple(out)
 
 
-def _share_line(name: str, v: float | None, total: float, metric: str) -> str:
+def _share_line(name: str, v: float | None, total: float, spec: Metric) -> str:
     if v is None:
         return f"<b>{esc(name)}:</b> –"
     share = f" ({100.0 * v / total:.1f} % of the model)" if total > 0 else ""
-    return f"<b>{esc(name)}:</b> {esc(human(v, metric))}{share}"
+    return f"<b>{esc(name)}:</b> {esc(_text(v, spec))}{share}"
 
 
 def _colour_bar(
-    lo: float, hi: float, metric: str, colours: list[str], scale: str = "log", levels: tuple[float, ...] = ()
+    lo: float, hi: float, spec: Metric, colours: list[str], scale: str = "log", levels: tuple[float, ...] = ()
 ) -> dict[str, Any]:
     """An invisible marker trace whose only job is to show the colour bar (log ticks at powers of ten, five
     linear ones, or a metric's named levels; human units)."""
@@ -226,11 +229,11 @@ def _colour_bar(
             "size": 1,
             "opacity": 0,
             "colorbar": {
-                "title": {"text": get_metric(metric).label, "side": "right"},
+                "title": {"text": spec.label, "side": "right"},
                 "thickness": 12,
                 "len": 0.6,
                 "tickvals": ticks,
-                "ticktext": [human(_from(t, scale), metric) for t in ticks],
+                "ticktext": [_text(_from(t, scale), spec) for t in ticks],
                 "x": 1.0,
                 "xanchor": "right",
                 "y": 0.5,

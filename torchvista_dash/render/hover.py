@@ -11,6 +11,7 @@ import textwrap
 from collections.abc import Iterable
 
 from torchvista_dash.model.graph import Graph, ModuleCall, Node, TensorMeta, meta_text, numel, shown_args
+from torchvista_dash.model.metrics import grad_lines
 from torchvista_dash.model.values import ValueStats, describe, tensor_values
 from torchvista_dash.view.types import Cluster, VisibleEdge, VisibleGraph, VisibleNode
 
@@ -85,6 +86,8 @@ class HoverIndex:
             lines.append(f"parameters: {call.num_params:,}")
         if call.extra_repr:
             lines.append(wrap(call.extra_repr, limit=200))
+        if "grads" in self.graph.measured:
+            lines += [f"{esc(k)}: {wrap(v, limit=240)}" for k, v in grad_lines(self.graph, call.qualname)]
         return lines
 
     def _call_of(self, call_id: str | None) -> ModuleCall | None:
@@ -133,6 +136,20 @@ class HoverIndex:
             values = self.values
             lines += _value_lines([values.get(ve.tensor) for ve in out_edges], [ve.meta for ve in out_edges])
         return lines
+
+    def edge_text(self, ve: VisibleEdge, labels: dict[str, str]) -> str:
+        """An edge's hover: what it carries (shape, dtype, bytes, how many tensors) and the boxes at its two
+        ends, so a shape left out at a far zoom can still be read."""
+        from torchvista_dash.model.metrics import human
+
+        many = f" (×{ve.count} tensors)" if ve.count > 1 else ""
+        lines = [
+            f"<b>{esc(meta_text(ve.meta))}</b>{many}",
+            f"{esc(human(float(ve.nbytes or ve.meta.nbytes), 'bytes'))}",
+            f"from: {esc(labels.get(ve.src, ve.src))}",
+            f"to: {esc(labels.get(ve.dst, ve.dst))}",
+        ]
+        return "<br>".join(lines)
 
     def _module_text(self, vn: VisibleNode) -> str:
         call = self._call_of(vn.members[0] if vn.members else vn.id)

@@ -7,7 +7,7 @@ from typing import Any
 
 from dash import html
 
-from torchvista_dash.app.actions.valuerows import node_value_rows, output_value_rows
+from torchvista_dash.app.actions.valuerows import grad_rows, node_value_rows, output_value_rows
 from torchvista_dash.app.traces import registry
 from torchvista_dash.model.costs import cost_lines, heaviest_children, human
 from torchvista_dash.model.graph import (
@@ -24,6 +24,9 @@ from torchvista_dash.render.style import get_theme
 from torchvista_dash.view.iogroups import io_groups
 
 MONO = {"fontFamily": "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace", "fontSize": "12px"}
+# a value cell wraps anywhere rather than running past the panel's edge (a long shape list, an extra_repr);
+# inline, so a ModelGraph in a user's app (without this package's stylesheet) wraps too
+VALUE = {**MONO, "overflowWrap": "anywhere", "whiteSpace": "pre-wrap"}
 ERROR_COLOR = get_theme("light").failed_line  # the red the figure gives failed ops and modules
 
 
@@ -97,8 +100,16 @@ def call_tensors(trace_id: str, call_id: str) -> tuple[dict[str, TensorMeta], di
 def _row(k: str, v: object) -> html.Tr:
     return html.Tr(
         [
-            html.Th(k, style={"textAlign": "left", "paddingRight": "8px", "verticalAlign": "top"}),
-            html.Td(str(v), style=MONO),
+            html.Th(
+                k,
+                style={
+                    "textAlign": "left",
+                    "paddingRight": "8px",
+                    "verticalAlign": "top",
+                    "whiteSpace": "nowrap",
+                },
+            ),
+            html.Td(str(v), style=VALUE),
         ]
     )
 
@@ -116,6 +127,7 @@ def _module(trace_id: str, call: ModuleCall) -> list:
     rows.append(_row("inputs", ", ".join(meta_text(m) for m in ins) or "—"))
     rows.append(_row("outputs", ", ".join(meta_text(m) for m in outs) or "—"))
     rows += [_row(k, v) for k, v in output_value_rows(graph, call_tensors(trace_id, call.id)[1])]
+    rows += [_row(k, v) for k, v in grad_rows(graph, call.qualname)]
     own = sum(numel(p.shape) for p in call.params if not p.is_buffer)
     model_params = graph.total_params
     share = f" ({100.0 * call.num_params / model_params:.1f} % of the model)" if model_params else ""

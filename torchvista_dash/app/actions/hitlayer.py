@@ -22,8 +22,8 @@ from typing import Any
 
 from dash import Patch, no_update
 
-from torchvista_dash.app.http import picture_routes
 from torchvista_dash.app.traces import state
+from torchvista_dash.app.traces.page_state import PageState
 from torchvista_dash.layout.types import Box
 from torchvista_dash.model.options import DrawOptions
 from torchvista_dash.render import hits, viewport
@@ -86,11 +86,18 @@ def _cull_patch(data: list[dict[str, Any]], ranges: Ranges, rev: int, fig: Any =
 
 # ---- the app's figures ------------------------------------------------------------------------
 def sent_figure(
-    trace_id: str, spec: ViewSpec, draw: DrawOptions, ranges: Ranges, rev: int
+    trace_id: str,
+    spec: ViewSpec,
+    draw: DrawOptions,
+    ranges: Ranges,
+    rev: int,
+    *,
+    picture_base: str | None = None,
 ) -> tuple[dict[str, Any], Hits]:
     """The figure a ModelGraph is sent at ``ranges`` (its ``rev``-th view change), with only the hit bars
-    worth sending there, and the ``hits`` record of them."""
-    fig = state.figure_with_ranges(trace_id, spec, draw, ranges, picture_base=picture_routes.base_url())
+    worth sending there, and the ``hits`` record of them. Its pictures are URLs under ``picture_base`` (the
+    app's picture route, ``picture_routes.base_url``), or data URIs for None."""
+    fig = state.figure_with_ranges(trace_id, spec, draw, ranges, picture_base=picture_base)
     data, record = culled(fig["data"], ranges, rev)
     return {"data": data, "layout": {**fig["layout"], "uirevision": state.uirevision(rev)}}, record
 
@@ -104,20 +111,17 @@ def patch(
     return _cull_patch(state.drawn_figure(trace_id, spec, draw).figure.get("data", []), ranges, rev, fig)
 
 
-def renew(
-    relayout: dict[str, Any] | None, data: dict[str, Any] | None, record: Hits | None
-) -> tuple[Any, Any]:
+def renew(relayout: dict[str, Any] | None, page: PageState | None, record: Hits | None) -> tuple[Any, Any]:
     """The answer to a relayout event (``relayout``) or to a new store (``relayout`` None: the figure just
     sent, at the store's ranges): (figure Patch, hits record), or no_update for both when the bars the
     browser holds cover the view."""
-    if not data or data.get("pending") or "trace" not in data:
+    if page is None or page.pending:
         return no_update, no_update
-    rev = int(data.get("rev", 0))
+    rev = page.rev
     if record and record.get("all") and record.get("rev") == rev:
         return no_update, no_update  # a small view: every bar is there
-    tid = data["trace"]
-    spec, draw = state.spec_from_store(data), state.draw_from_store(data)
-    ranges = data["ranges"]
+    tid, spec, draw = page.trace, page.spec, page.draw
+    ranges = page.ranges
     if relayout:
         ranges = state.ranges_from_relayout(
             relayout, ranges, state.full_ranges(state.layout_of(tid, spec, draw.rankdir))

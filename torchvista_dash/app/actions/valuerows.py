@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 from torchvista_dash.app.traces import registry
 from torchvista_dash.model.graph import Graph, Node, TensorMeta
+from torchvista_dash.model.metrics import grad_lines
 from torchvista_dash.model.values import describe, first_nonfinite, tensor_values
 
 MAX_ROWS = 6  # outputs summarised in the panel; the rest are counted
@@ -59,3 +60,8 @@ def first_nonfinite_title(graph: Graph) -> tuple[str, bool]:
     if first is None:
         return "every recorded value is finite", False
     return f"go to where NaN/Inf first appears: {first}", True
+
+
+def grad_rows(graph: Graph, qualname: str) -> list[tuple[str, str]]:
+    """A module's gradient norm and the parameters under it that got none (a trace made with ``grads=``)."""
+    return grad_lines(graph, qualname, limit=40) if "grads" in graph.measured else []

@@ -1,14 +1,15 @@
 """The picture route: ``<prefix>_tvd/picture/<key>.svg`` answers a picture of the store (traces/pictures.py)
-to any Dash app that hosts a ModelGraph, gzipped and cached as immutable (the key is the hash of the bytes).
+to a Dash app that hosts a ModelGraph, gzipped and cached as immutable (the key is the hash of the bytes).
 
-The key in a request is untrusted: anything but 32 hex digits is refused before any lookup.
+An app serves it once ``add_route(app)`` was called on it (``install``, app/server/install.py): importing
+this module adds nothing to any app. The key in a request is untrusted: anything but 32 hex digits is
+refused before any lookup.
 """
 
 from __future__ import annotations
 
 import re
 import weakref
-from collections.abc import Iterator
 from typing import Any
 
 import dash
@@ -56,53 +57,35 @@ def served(
     return 200, headers, pic.svg()
 
 
-@dash.hooks.route(name=ROUTE, methods=("GET",))
-def _picture_route(key: str) -> Any:
-    """Every Dash app made after this module is imported serves the route (a ModelGraph in a user's app
-    too)."""
+def add_route(app: dash.Dash) -> None:
+    """Serve the route on ``app`` (once; before its first request, as Flask requires of any route)."""
+    if app in _apps:
+        return
     from flask import make_response, request
 
-    status, headers, body = served(
-        key, request.headers.get("Accept-Encoding", ""), request.headers.get("If-None-Match", "")
-    )
-    response = make_response(body, status)
-    response.headers.update(headers)
-    return response
+    def picture(key: str) -> Any:
+        status, headers, body = served(
+            key, request.headers.get("Accept-Encoding", ""), request.headers.get("If-None-Match", "")
+        )
+        response = make_response(body, status)
+        response.headers.update(headers)
+        return response
 
-
-# ---- which app a request is for: its prefix, and whether it serves the route -----------------------------
-_apps: weakref.WeakSet[dash.Dash] = weakref.WeakSet()
-
-
-@dash.hooks.setup()
-def _track(app: dash.Dash) -> None:
+    routes = app.config.routes_pathname_prefix or "/"
+    app.server.add_url_rule(routes + ROUTE, endpoint="tvd_picture", view_func=picture, methods=["GET"])
     _apps.add(app)
 
 
-def _serving_apps() -> Iterator[dash.Dash]:
-    from flask import current_app
-
-    server = current_app._get_current_object()  # type: ignore[attr-defined]
-    return (a for a in list(_apps) if getattr(a, "server", None) is server)
+_apps: weakref.WeakSet[dash.Dash] = weakref.WeakSet()  # the apps that serve the route
 
 
-def base_url() -> str | None:
-    """The URL path pictures are served under for the Dash app the current request is for (its requests
-    prefix + ``_tvd/picture/``), or None outside a request or when that app does not serve the route (it was
-    made before this module was imported): its figures then keep data URIs."""
-    from flask import has_request_context, request
+def serves_route(app: dash.Dash) -> bool:
+    return app in _apps
 
-    if not has_request_context():
+
+def base_url(app: dash.Dash | None) -> str | None:
+    """The URL path ``app``'s pictures are served under (its requests prefix + ``_tvd/picture/``), or None
+    when it does not serve the route (not installed, or no app): its figures then keep data URIs."""
+    if app is None or app not in _apps:
         return None
-    best: dash.Dash | None = None
-    for app in _serving_apps():
-        routes = app.config.routes_pathname_prefix or "/"
-        if (
-            routes + ROUTE in getattr(app, "routes", ())
-            and request.path.startswith(routes)
-            and (best is None or len(routes) > len(best.config.routes_pathname_prefix or "/"))
-        ):
-            best = app
-    if best is None:
-        return None
-    return (best.config.requests_pathname_prefix or "/") + PREFIX
+    return (app.config.requests_pathname_prefix or "/") + PREFIX

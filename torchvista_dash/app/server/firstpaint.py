@@ -22,13 +22,12 @@ import html
 from dataclasses import replace
 from typing import Any
 
-from torchvista_dash.app.http import picture_routes
 from torchvista_dash.app.traces import registry, state
 from torchvista_dash.model.options import DEFAULT_DRAW, DEFAULT_VIEW, DrawOptions, ViewOptions
 from torchvista_dash.render.style import get_theme
 
 PICTURE_ID = "tvd-first-picture"
-GRAPH_TOP_PX = 130  # a ModelGraph's header, notes and two toolbar rows, above its plot (default fonts)
+GRAPH_TOP_PX = 171  # a ModelGraph's header, notes and three toolbar rows, above its plot (default fonts)
 _X_ANCHOR = {"left": 0.0, "center": 0.5, "right": 1.0}
 _Y_ANCHOR = {"top": 0.0, "middle": 0.5, "bottom": 1.0}
 _FIT = {"stretch": "fill", "contain": "contain", "fill": "cover"}
@@ -98,9 +97,10 @@ def first_picture_html(
     *,
     height: str = "72vh",
     top_px: int = GRAPH_TOP_PX,
+    picture_base: str | None = None,
 ) -> str:
     """The overlay (style, picture, model name) for the view a ModelGraph with these options draws first; ""
-    when its pictures cannot be referenced by URL (outside a request of an app serving the picture route).
+    when its pictures cannot be referenced by URL (``picture_base`` None: the app serves no picture route).
     ``top_px``: where the ModelGraph's plot starts on the page, so the picture sits where the graph will
     be."""
     spec, highlight = state.first_view(trace_id, view)
@@ -111,7 +111,7 @@ def first_picture_html(
         spec,
         draw,
         ranges,  # what the ModelGraph starts with
-        picture_base=picture_routes.base_url(),
+        picture_base=picture_base,
     )
     body = images_html(figure)
     if body is None:

@@ -21,14 +21,14 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import dash
 from dash import ALL, Input, Output, State, dcc, html
 
-from torchvista_dash.app.actions import links
+from torchvista_dash.app.actions import keys, links
 from torchvista_dash.app.actions.details import error_text
-from torchvista_dash.app.component import callbacks
 from torchvista_dash.app.component.component import ModelGraph
-from torchvista_dash.app.http import compress, guard, picture_routes
-from torchvista_dash.app.server import firstpaint
+from torchvista_dash.app.http import compress, guard, picture_routes, push
+from torchvista_dash.app.server import bring, firstpaint, focusing
 from torchvista_dash.app.server.gallery import Gallery, demo_gallery
-from torchvista_dash.app.traces import firstview, registry, state
+from torchvista_dash.app.server.install import install
+from torchvista_dash.app.traces import firstview, page_state, registry, state
 from torchvista_dash.model.options import option_names, options_from_text, split_options
 from torchvista_dash.render import plotlyjs
 from torchvista_dash.traced import Trace
@@ -49,11 +49,15 @@ def _query_options(query: dict[str, list[str]], options: dict[str, Any]) -> dict
 
 
 def _page_for(
-    query: dict[str, list[str]], traces: Sequence[Trace], gallery: Gallery | None, options: dict[str, Any]
+    app: dash.Dash,
+    query: dict[str, list[str]],
+    traces: Sequence[Trace],
+    gallery: Gallery | None,
+    options: dict[str, Any],
 ) -> Any:
     try:
         options = _query_options(query, options)
-        return _page(query, traces, gallery, options)
+        return _page(app, query, traces, gallery, options)
     except (ValueError, TypeError, registry.UnknownTrace) as exc:
         return error_text(f"cannot show this page: {exc}", padding="8px")
     except (
@@ -80,12 +84,18 @@ def _target(
 
 
 def _page(
-    query: dict[str, list[str]], traces: Sequence[Trace], gallery: Gallery | None, options: dict[str, Any]
+    app: dash.Dash,
+    query: dict[str, list[str]],
+    traces: Sequence[Trace],
+    gallery: Gallery | None,
+    options: dict[str, Any],
 ) -> Any:
     target = _target(query, traces, gallery)
     if isinstance(target, str):
         return error_text(target) if gallery is not None and gallery.key in query else html.Div(target)
     trace, aio_id = target
+    root = options.pop("root", None)
+    trace = trace.focused(root)  # the ids of the view's address are the focused graph's
     spec = links.spec_from_query(
         trace.graph,
         query,
@@ -93,22 +103,28 @@ def _page(
         options.get("fold_repeats", True),
         options.get("show_params", False),
     )
-    return ModelGraph(trace, id=aio_id, spec=spec, **options)
+    marks = {int(k[1:]): query[k][0] for k in keys.BOOKMARK_KEYS if query.get(k)}
+    graph = ModelGraph(trace, id=aio_id, spec=spec, bookmarks=marks, app=app, **options)
+    return html.Div([focusing.bar(query, root), graph])
 
 
 GALLERY_BAR_PX = 46  # the gallery's model dropdown above the ModelGraph
 
 
 def _first_picture(
-    query: dict[str, list[str]], traces: Sequence[Trace], gallery: Gallery | None, options: dict[str, Any]
+    app: dash.Dash,
+    query: dict[str, list[str]],
+    traces: Sequence[Trace],
+    gallery: Gallery | None,
+    options: dict[str, Any],
 ) -> str:
     """The page's first picture (firstpaint.py), or "" when the page shows no graph or it cannot be drawn."""
     try:
         options = _query_options(query, options)
         target = _target(query, traces, gallery)
         if isinstance(target, str) or any(
-            k in query for k in links.VIEW_KEYS
-        ):  # a linked view: drawn by Dash
+            k in query for k in (*links.VIEW_KEYS, "root")
+        ):  # a linked view, or one module of the model: drawn by Dash
             return ""
         tid = registry.register(target[0])
         top = firstpaint.GRAPH_TOP_PX + (GALLERY_BAR_PX if gallery is not None else 0)
@@ -121,7 +137,12 @@ def _first_picture(
         ):
             return ""  # a slow first view: the page comes now, and shows how far its layout has got
         return firstpaint.first_picture_html(
-            tid, view, draw, top_px=top, height=options.get("height", "72vh")
+            tid,
+            view,
+            draw,
+            top_px=top,
+            height=options.get("height", "72vh"),
+            picture_base=picture_routes.base_url(app),
         )
     except Exception:  # the page itself reports what is wrong; the picture is only a head start
         return ""
@@ -136,7 +157,7 @@ class _App(dash.Dash):
         self,
         name: str,
         *,
-        first_picture: Callable[[dict[str, list[str]]], str] | None = None,
+        first_picture: Callable[[dash.Dash, dict[str, list[str]]], str] | None = None,
         allowed_hosts: Iterable[str] = (),
         **kwargs: Any,
     ) -> None:
@@ -148,28 +169,9 @@ class _App(dash.Dash):
         self.host_guard = guard.HostGuard(server.wsgi_app, allowed_hosts)
         server.wsgi_app = self.host_guard  # type: ignore[method-assign]
         self._first_picture = first_picture
-        self._callbacks_claimed = False
-        self._claim_lock = threading.Lock()
-        server.before_request(self._claim_callbacks)  # runs after Dash's own set-up of the app
-        server.after_request(
-            compress.gzip_json
-        )  # a click's figure: 2.5 MB of JSON at 80 layers, 0.17 gzipped
-        if (
-            self.config.routes_pathname_prefix + picture_routes.ROUTE not in self.routes
-        ):  # picture_routes.py's hook did it
-            raise RuntimeError(
-                "the picture route is missing: torchvista_dash.app.http.picture_routes was not imported first"
-            )
-
-    def _claim_callbacks(self) -> None:
-        """The ModelGraph callbacks, registered on this app at its first request (callbacks.claim): after Dash
-        has moved in any ``dash.callback`` set waiting in the process, so the two never collide."""
-        if self._callbacks_claimed:
-            return
-        with self._claim_lock:
-            if not self._callbacks_claimed:
-                callbacks.claim(self)
-                self._callbacks_claimed = True
+        install(self)  # the picture route, request watching, the ModelGraph callbacks at the first request
+        # a click's figure: 2.5 MB of JSON at 80 layers, 0.17 gzipped
+        server.after_request(compress.gzip_json)
 
     def interpolate_index(self, **kwargs: Any) -> str:  # type: ignore[override]  # Dash passes keywords
         from flask import has_request_context, request
@@ -179,7 +181,7 @@ class _App(dash.Dash):
         kwargs["title"] = html_text.escape(str(kwargs.get("title", "")))
         if self._first_picture is not None and has_request_context():
             kwargs["app_entry"] = (
-                self._first_picture(parse_qs(request.query_string.decode())) + kwargs["app_entry"]
+                self._first_picture(self, parse_qs(request.query_string.decode())) + kwargs["app_entry"]
             )
         # the renderer's own request for the layout (which draws the first view on the server), started with
         # the page instead of after its scripts have run; it reuses this response (same URL, method and
@@ -238,6 +240,8 @@ def make_app(
     requests_pathname_prefix: str | None = None,
     first_picture: bool = True,
     allowed_hosts: Iterable[str] = (),
+    push_token: str | None = None,
+    uploads: bool = True,
     **options: Any,
 ) -> dash.Dash:
     """A Dash app showing ``traces[0]`` (or the gallery), and any registered trace at ``/?trace=<id>``.
@@ -245,7 +249,9 @@ def make_app(
     ``gallery``: True for the built-in demos, or a ``Gallery`` (``gallery.folder_gallery(path)``: a folder of
     traces); ``first_picture``: pages carry their first view as server-drawn SVG, painted before Dash has
     started (firstpaint.py). ``allowed_hosts``: Host names the app answers for besides localhost, 127.0.0.1,
-    ::1, ``$TVD_ALLOWED_HOSTS`` and the address it is served on (guard.py)."""
+    ::1, ``$TVD_ALLOWED_HOSTS`` and the address it is served on (guard.py). ``push_token``: the token
+    ``POST /_tvd/push`` requires (default ``$TVD_PUSH_TOKEN``; none: every push refused); ``uploads``: the
+    page takes trace files dropped on it (bring.py)."""
     global _apps
     if gallery is True:
         gallery = demo_gallery()
@@ -262,12 +268,15 @@ def make_app(
         update_title=None,
         requests_pathname_prefix=requests_pathname_prefix,
         suppress_callback_exceptions=True,
-        first_picture=(lambda query: _first_picture(query, traces, gallery, options))
+        first_picture=(lambda app, query: _first_picture(app, query, traces, gallery, options))
         if first_picture
         else None,
         allowed_hosts=allowed_hosts,
     )
     use_basic_plotly(app)
+    bring.add_push_route(app, push.push_token(push_token))
+    if uploads:
+        bring.add_upload_callback(app)
 
     def layout() -> Any:
         # Drawn in the layout request itself (the page's query comes in its Referer), so the first view
@@ -304,7 +313,9 @@ def make_app(
                     },
                 )
             )
-        return html.Div([*top, html.Div(_page_for(query, traces, gallery, options), id="tvd-page")])
+        page = html.Div(_page_for(app, query, traces, gallery, options), id="tvd-page")
+        # below the graph: the first picture, drawn where the graph will be, stays in place
+        return html.Div([*top, page, *([bring.drop_zone()] if uploads else [])])
 
     app.layout = layout
 
@@ -326,12 +337,12 @@ def make_app(
             if query.get(gallery.key, [gallery.default])[0] == demo:
                 return dash.no_update, dash.no_update, dash.no_update, *keep  # the address already says so
             new = "?" + urlencode({gallery.key: demo})
-            return _page_for({gallery.key: [demo]}, traces, gallery, options), new, new, *keep
+            return _page_for(app, {gallery.key: [demo]}, traces, gallery, options), new, new, *keep
         if (search or "") == (rendered or ""):
             return dash.no_update, dash.no_update, dash.no_update, *keep
         query = parse_qs((search or "").lstrip("?"))
         shown = [query.get(gallery.key, [gallery.default])[0]] if gallery is not None else []
-        return _page_for(query, traces, gallery, options), search or "", dash.no_update, *shown
+        return _page_for(app, query, traces, gallery, options), search or "", dash.no_update, *shown
 
     @app.callback(
         Output("tvd-url", "search", allow_duplicate=True),
@@ -341,29 +352,32 @@ def make_app(
         prevent_initial_call=True,
     )
     def remember(stores: list[dict[str, Any]] | None, search: str | None) -> Any:
-        if not stores or not stores[0] or "trace" not in stores[0]:
+        if not stores or not stores[0]:
             return dash.no_update, dash.no_update
         try:
-            new = links.page_search(search, registry.get(stores[0]["trace"]).graph, stores[0])
-        except Exception:  # the address is a convenience: never break the page over it
+            page = page_state.load(stores[0])
+            new = links.page_search(search, registry.get(page.trace).graph, page)
+        except Exception:  # the address is a convenience: never break the page over it (the view says why)
             return dash.no_update, dash.no_update
         return (dash.no_update, dash.no_update) if new == (search or "") else (new, new)
+
+    focusing.register(app)
 
     # lay out and draw the default page's first view now (figure, and picture when on), so the first browser
     # finds them cached
     threading.Thread(
-        target=_warm_up, args=(traces, gallery, options, first_picture), name="tvd-warm-up", daemon=True
+        target=_warm_up, args=(app, traces, gallery, options, first_picture), name="tvd-warm-up", daemon=True
     ).start()
     return app
 
 
 def _warm_up(
-    traces: Sequence[Trace], gallery: Gallery | None, options: dict[str, Any], picture: bool
+    app: dash.Dash, traces: Sequence[Trace], gallery: Gallery | None, options: dict[str, Any], picture: bool
 ) -> None:
     try:
-        _page_for({}, traces, gallery, options)
+        _page_for(app, {}, traces, gallery, options)
         if picture:
-            _first_picture({}, traces, gallery, options)
+            _first_picture(app, {}, traces, gallery, options)
     except Exception:  # a head start only: the page itself reports what is wrong when it is requested
         pass
 

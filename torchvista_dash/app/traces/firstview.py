@@ -13,11 +13,11 @@ its error to the one who asked, who reports it as any view's error.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Any
 
 from torchvista_dash.app.traces import registry, state
+from torchvista_dash.cache import Cache
 from torchvista_dash.model.options import DrawOptions
 from torchvista_dash.render.style import get_theme
 from torchvista_dash.view.types import ViewSpec
@@ -48,8 +48,8 @@ class _Preparation:
             self.done.set()
 
 
-_lock = threading.Lock()
-_preparations: OrderedDict[Hashable, _Preparation] = OrderedDict()
+_lock = threading.Lock()  # one preparation per view: looked up and started under it
+_preparations: Cache[Hashable, _Preparation] = Cache(MAX_KEPT)
 
 
 def prepared(
@@ -62,20 +62,18 @@ def prepared(
     with _lock:
         if _cached(trace_id, spec, draw, figure):
             return True
-        prep = _preparations.get(key)
+        prep = _preparations.peek(key)
         if prep is None or prep.done.is_set():  # none yet, or one whose result failed or was evicted since
-            prep = _preparations[key] = _Preparation()
-            _preparations.move_to_end(key)
-            while len(_preparations) > MAX_KEPT:
-                _preparations.popitem(last=False)
+            prep = _Preparation()
+            _preparations.put(key, prep)
             threading.Thread(
                 target=prep.run, args=(trace_id, spec, draw), name="tvd-first-view", daemon=True
             ).start()
     ready = (prep.done if figure else prep.laid_out).wait(wait_s)
     if ready and prep.error is not None:
         with _lock:  # reported once; whoever asks next tries again
-            if _preparations.get(key) is prep:
-                del _preparations[key]
+            if _preparations.peek(key) is prep:
+                _preparations.pop(key)
         raise prep.error
     return ready
 

@@ -23,10 +23,11 @@ import gzip
 import hashlib
 import threading
 import weakref
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from torchvista_dash.app.traces import shared, sharing
+from torchvista_dash.cache import Cache
 from torchvista_dash.render.svg import picture as render_picture
 
 GZIP_LEVEL = 5  # 3.8 MB of SVG: about 0.1 s, 0.53 MB (level 1: 0.04 s, 0.68 MB)
@@ -52,6 +53,13 @@ class Picture:
         self._raw: bytes | None = svg
         self._gz: bytes | None = None
         self._lock = threading.Lock()
+
+    @classmethod
+    def from_gz(cls, key: str, gz: bytes) -> Picture:
+        """A picture another worker drew, as the shared store holds it (checked by sharing.fetch_picture)."""
+        pic = cls(b"", key)
+        pic._raw, pic._gz, pic.size = None, gz, len(gz)
+        return pic
 
     def gz(self) -> bytes:
         with self._lock:
@@ -80,9 +88,10 @@ class Store:
 
     def __init__(self, max_bytes: int = MAX_BYTES, max_pictures: int = MAX_PICTURES) -> None:
         self.max_bytes, self.max_pictures = max_bytes, max_pictures
-        self._recent: OrderedDict[str, Picture] = OrderedDict()
+        self._recent: Cache[str, Picture] = Cache(
+            max_pictures, max_bytes=max_bytes, weigh=lambda pic: pic.nbytes
+        )
         self._held: weakref.WeakValueDictionary[str, Picture] = weakref.WeakValueDictionary()
-        self._bytes = 0
         self._lock = threading.Lock()
 
     def put(self, svg: bytes) -> Picture:
@@ -94,40 +103,41 @@ class Store:
             new = Picture(svg, key)
             with self._lock:
                 pic = self._held.setdefault(key, new)
-        with self._lock:
-            self._use(pic)
+        self._use(pic)
         return pic
 
     def get(self, key: str) -> Picture | None:
-        with self._lock:
-            pic = self._recent.get(key) or self._held.get(key)
-            if pic is not None:
-                self._use(pic)
-            return pic
+        """The picture under ``key``: held here, or drawn by another worker and shared (sharing.py)."""
+        pic = self._recent.peek(key)
+        if pic is None:
+            with self._lock:
+                pic = self._held.get(key)
+        if pic is None:
+            gz = sharing.fetch_picture(key, key_of)
+            if gz is not None:
+                pic = Picture.from_gz(key, gz)
+                with self._lock:
+                    pic = self._held.setdefault(key, pic)
+        if pic is not None:
+            self._use(pic)
+        return pic
 
     def _use(self, pic: Picture) -> None:
         if pic.key in self._recent:
-            self._recent.move_to_end(pic.key)
-            return
-        self._recent[pic.key] = pic
-        self._bytes = sum(p.nbytes for p in self._recent.values())  # pictures shrink once compressed
-        while self._recent and (self._bytes > self.max_bytes or len(self._recent) > self.max_pictures):
-            _, old = self._recent.popitem(last=False)
-            self._bytes -= old.nbytes
+            self._recent.reweigh(pic.key)  # pictures shrink once compressed
+            self._recent.peek(pic.key)
+        else:
+            self._recent.put(pic.key, pic)
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._recent)
+        return len(self._recent)
 
     @property
     def nbytes(self) -> int:
-        with self._lock:
-            return self._bytes
+        return self._recent.nbytes
 
     def clear(self) -> None:
-        with self._lock:
-            self._recent.clear()
-            self._bytes = 0
+        self._recent.clear()
 
 
 store = Store()
@@ -186,6 +196,8 @@ class Collector:
 
     def __call__(self, svg: str) -> str:
         pic = self.into.put(svg.encode("utf-8"))
+        if shared.current().shared:  # a page from this worker may fetch its pictures from another
+            sharing.publish_picture(pic.key, pic.gz())
         self.by_key[pic.key] = pic
         return self.MARK + pic.key
 

@@ -5,16 +5,18 @@ The work is speculative, so it is bounded and yields: one worker thread; at most
 twice; jobs older than ``MAX_AGE_S`` are dropped unrun (the user has moved on); a job whose figure got
 cached meanwhile is skipped; finished keys are forgotten, so an evicted view can be precomputed again. The
 worker starts only when the server is quiet: ``DELAY_S`` without a new submission and without a request of
-any Flask app in this process, none in flight (``watch_requests``). The work holds the GIL while it builds
-figures, and on a small machine it takes a core from the browser: started while a page still fetches its
-pictures, it slows that page's first load (bench/bench_vs_torchvista.py measures the 80-layer Llama's cold
-load). Its Graphviz runs queue behind every interactive one (``layout.graphviz.run.background``).
+any watched Flask app, none in flight (``watch_requests(server)``, called by ``install(app)``). The work
+holds the GIL while it builds figures, and on a small machine it takes a core from the browser: started while
+a page still fetches its pictures, it slows that page's first load (bench/bench_vs_torchvista.py measures the
+80-layer Llama's cold load). Its Graphviz runs queue behind every interactive one
+(``layout.graphviz.run.background``).
 """
 
 from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 
@@ -40,6 +42,7 @@ class Precomputer:
         self._in_flight = 0  # requests being answered now (watch_requests)
         self._thread: threading.Thread | None = None
         self._running: Hashable | None = None
+        self._watched: weakref.WeakSet[flask.Flask] = weakref.WeakSet()
         self.stats = {
             "queued": 0,
             "duplicates": 0,
@@ -71,11 +74,14 @@ class Precomputer:
                 self._thread.start()
             self._cv.notify()
 
-    def watch_requests(self) -> None:
-        """Hold the worker while any Flask app of this process answers a request, and ``delay_s`` after.
-        Flask's signals reach every app, a user's own Dash app included, without a handle on it."""
-        flask.request_started.connect(self._request_began, weak=False)
-        flask.request_tearing_down.connect(self._request_ended, weak=False)  # sent even when it failed
+    def watch_requests(self, server: flask.Flask) -> None:
+        """Hold the worker while ``server`` answers a request, and ``delay_s`` after (once per server)."""
+        if server in self._watched:
+            return
+        self._watched.add(server)
+        flask.request_started.connect(self._request_began, sender=server, weak=False)
+        # sent even when the request failed
+        flask.request_tearing_down.connect(self._request_ended, sender=server, weak=False)
 
     def _request_began(self, _sender: object, **_extra: object) -> None:
         with self._cv:

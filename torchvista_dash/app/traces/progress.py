@@ -15,13 +15,14 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from hashlib import blake2b
 from typing import Any
+
+from torchvista_dash.cache import Cache
 
 POLL_MS = 250  # how often a page asks while its view callback runs
 SHOW_AFTER_S = 0.7  # a request answered sooner shows no progress (the spinner says enough)
@@ -36,9 +37,9 @@ class _Request:
     show_after: float = SHOW_AFTER_S
 
 
-_lock = threading.Lock()
-_requests: OrderedDict[str, _Request] = OrderedDict()
-_work: OrderedDict[Hashable, str] = OrderedDict()
+_lock = threading.Lock()  # a request's record is read and changed under it
+_requests: Cache[str, _Request] = Cache(MAX_RECORDS)
+_work: Cache[Hashable, str] = Cache(MAX_RECORDS)
 _current: ContextVar[str | None] = ContextVar("tvd_app_request", default=None)
 
 
@@ -48,25 +49,17 @@ def request_key(*parts: Any) -> str:
     return blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
-def _bound(d: OrderedDict) -> None:
-    while len(d) > MAX_RECORDS:
-        d.popitem(last=False)
-
-
 @contextmanager
 def request(key: str, show_after: float = SHOW_AFTER_S) -> Iterator[None]:
     """Within the block, this thread's work is request ``key``'s (its stages and the views it waits for);
     ``show_after``: seconds before the page shows it (0 for work known to be slow)."""
-    with _lock:
-        _requests[key] = _Request(time.monotonic(), "building the view", show_after=show_after)
-        _bound(_requests)
+    _requests.put(key, _Request(time.monotonic(), "building the view", show_after=show_after))
     token = _current.set(key)
     try:
         yield
     finally:
         _current.reset(token)
-        with _lock:
-            _requests.pop(key, None)
+        _requests.pop(key)
 
 
 def stage(text: str) -> None:
@@ -75,7 +68,7 @@ def stage(text: str) -> None:
     if key is None:
         return
     with _lock:
-        req = _requests.get(key)
+        req = _requests.peek(key)
         if req is not None:
             req.stage, req.work = text, None
 
@@ -88,14 +81,14 @@ def waiting_for(work: Hashable, text: str) -> Iterator[None]:
         yield
         return
     with _lock:
-        req = _requests.get(key)
+        req = _requests.peek(key)
         if req is not None:
             req.stage, req.work = text, work
     try:
         yield
     finally:
         with _lock:
-            req = _requests.get(key)
+            req = _requests.peek(key)
             if req is not None and req.work == work:
                 req.work = None
 
@@ -111,41 +104,35 @@ def reporter(work: Hashable) -> Callable[[str, int, int], None]:
             if step == "compose"
             else f"{step}: {done} of {total}"
         )
-        with _lock:
-            _work[work] = text
-            _work.move_to_end(work)
-            _bound(_work)
+        _work.put(work, text)
 
     return report
 
 
 def work_text(work: Hashable) -> str | None:
     """What ``work`` last reported ("laying out modules: 3 of 12"), while it runs."""
-    with _lock:
-        return _work.get(work)
+    return _work.peek(work)
 
 
 def finished(work: Hashable) -> None:
     """``work`` is done: forget its record."""
-    with _lock:
-        _work.pop(work, None)
+    _work.pop(work)
 
 
 def text(key: str, now: float | None = None) -> str:
     """What the page shows for request ``key``: empty until it has run its ``show_after``, and once it
     ended."""
     with _lock:
-        req = _requests.get(key)
+        req = _requests.peek(key)
         if req is None:
             return ""
         elapsed = (time.monotonic() if now is None else now) - req.started
         if elapsed < req.show_after:
             return ""
-        what = (_work.get(req.work) if req.work is not None else None) or req.stage
+        what = (_work.peek(req.work) if req.work is not None else None) or req.stage
     return f"{what[:1].upper()}{what[1:]} ({elapsed:.1f} s)"
 
 
 def in_flight() -> int:
     """Requests and layouts recorded now (tests: nothing stays behind)."""
-    with _lock:
-        return len(_requests) + len(_work)
+    return len(_requests) + len(_work)

@@ -2,7 +2,7 @@
 
 Each stage is a pure function of the store, cached in the trace's registry entry (registry.py), so two tabs
 on one graph never interfere, repeated views cost nothing and evicting a trace frees all of it. The store
-itself (store.py), the on-screen geometry (viewport.py) and the background work (precompute.py) are their
+itself (page_state.py), the on-screen geometry (viewport.py) and the background work (precompute.py) are their
 own modules; their names are re-exported here because the callbacks use them together.
 """
 
@@ -11,13 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from torchvista_dash.app.traces import pictures, progress, registry
-from torchvista_dash.app.traces.page_state import (
-    draw_from_store,
-    draw_to_store,
-    spec_from_store,
-    spec_to_store,
-)
+from torchvista_dash.app.traces import pictures, progress, registry, sharing
 from torchvista_dash.app.traces.precompute import Precomputer
 from torchvista_dash.layout import layout_view, reporting
 from torchvista_dash.layout.types import Layout
@@ -47,8 +41,6 @@ __all__ = [
     "anchor_of",
     "box_of",
     "centre_on",
-    "draw_from_store",
-    "draw_to_store",
     "drawn_figure",
     "drawn_spec",
     "figure_with_ranges",
@@ -62,8 +54,6 @@ __all__ = [
     "precomputer",
     "ranges_from_relayout",
     "shift",
-    "spec_from_store",
-    "spec_to_store",
     "start_ranges",
     "uirevision",
     "visible",
@@ -119,9 +109,12 @@ def layout_of(trace_id: str, spec: ViewSpec, rankdir: str) -> Layout:
     work = ("layout", trace_id, spec, rankdir)
 
     def make() -> Layout:
+        vg = visible(trace_id, spec)
+        key = sharing.layout_key(trace_id, spec, rankdir, NODE_BUDGET)
         try:
             with reporting(progress.reporter(work)):  # whichever thread lays it out, the waiting page sees
-                return layout_view(visible(trace_id, spec), rankdir=rankdir)
+                # made once across the workers sharing a store, and read by the others
+                return sharing.shared_layout(key, vg, rankdir, lambda: layout_view(vg, rankdir=rankdir))
         finally:
             progress.finished(work)
 
@@ -173,8 +166,7 @@ def uirevision(rev: int) -> str:
 
 
 # ---- the likely next clicks, in the background ---------------------------------------------
-precomputer = Precomputer()
-precomputer.watch_requests()
+precomputer = Precomputer()  # no thread until the first submission; it watches the requests of installed apps
 
 
 def precompute_neighbours(trace_id: str, spec: ViewSpec, draw: DrawOptions, limit: int = NEIGHBOURS) -> None:

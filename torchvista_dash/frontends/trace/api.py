@@ -13,6 +13,7 @@ import os
 import sys
 import traceback
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -21,12 +22,13 @@ from torch.nn.modules import module as nn_module
 from torchvista_dash.frontends.trace.build import finish
 from torchvista_dash.frontends.trace.cost import FlopMeter, time_ops
 from torchvista_dash.frontends.trace.failed import failed_node, in_chain, record_rejected
+from torchvista_dash.frontends.trace.grads import grad_norms
 from torchvista_dash.frontends.trace.mode import RecordingMode
 from torchvista_dash.frontends.trace.recorder import Recorder
 from torchvista_dash.frontends.trace.rejected import rejected_call
 from torchvista_dash.frontends.trace.state import ModelState, quiet_lazy_init
 from torchvista_dash.frontends.trace.structure import bind_arg_names, check_inputs, iter_tensors
-from torchvista_dash.frontends.trace.values import summarize_all
+from torchvista_dash.frontends.trace.values import Summarizer
 from torchvista_dash.model.graph import ErrorInfo, Graph
 
 
@@ -41,6 +43,7 @@ def trace_graph(
     timing: bool = False,
     timing_repeat: int = 5,
     values: bool = False,
+    grads: Callable[[Any], Any] | None = None,
 ) -> tuple[Graph, BaseException | None]:
     """Trace ``model(*inputs, **kwargs)`` once, under ``torch.no_grad()``, restoring the model afterwards.
 
@@ -49,7 +52,8 @@ def trace_graph(
     forward pass raises, the partial graph is returned with the failing op and its enclosing module calls
     marked, beside the exception. ``versions`` are recorded after torch's.
     ``flops`` counts each op's FLOPs in the same pass; ``timing`` times each op in separate runs (cost.py);
-    ``values`` summarises every tensor's values in the same pass (values.py).
+    ``values`` summarises every tensor's values in the same pass (values.py); ``grads`` (a loss function of
+    the output) runs one backward pass after it for each parameter's gradient norm (grads.py).
     """
     model = _unwrap(model)
     args, kw = check_inputs(inputs, kwargs, model.forward)
@@ -60,6 +64,8 @@ def trace_graph(
         graph, error = _trace(model, args, kw, name, versions, flops, values)
         if timing:
             graph = _timed(model, args, kw, graph, error, timing_repeat)
+        if grads is not None:
+            graph = _with_grads(model, args, kw, graph, error, grads)
         return graph, error
     finally:
         if gc_was_enabled:
@@ -80,7 +86,7 @@ def _trace(
     if flops:
         rec.meter = FlopMeter(_device_types(model, args, kw))
     if values:
-        rec.summarize = summarize_all
+        rec.summarize = Summarizer()
     state = ModelState(model, named)
     error: BaseException | None = None
     result: Any = None
@@ -235,6 +241,22 @@ def _timed(
         warnings.warn(f"timing=True: {problem}", stacklevel=4)
         return graph
     return dataclasses.replace(graph, nodes=tuple(nodes), measured=(*graph.measured, "time"))
+
+
+def _with_grads(
+    model: torch.nn.Module,
+    args: tuple[Any, ...],
+    kw: dict[str, Any],
+    graph: Graph,
+    error: BaseException | None,
+    loss_fn: Callable[[Any], Any],
+) -> Graph:
+    """The graph with each parameter's gradient norm from one backward pass (none after a failed pass)."""
+    if error is not None:
+        warnings.warn("grads=: the forward pass failed, so no gradients were computed", stacklevel=4)
+        return graph
+    norms = grad_norms(model, args, kw, loss_fn)
+    return dataclasses.replace(graph, grads=norms, measured=(*graph.measured, "grads"))
 
 
 def _device_types(model: torch.nn.Module, args: tuple[Any, ...], kw: dict[str, Any]) -> str:

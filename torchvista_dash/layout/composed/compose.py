@@ -3,11 +3,11 @@
 One dot run over a whole every-op view explodes with nested clusters (an 8-layer Llama every op takes dot tens
 of seconds, 16 layers over a minute; bench/bench_layout_scale.py). Here every piece is a small flat graph
 (``pieces``), laid out by dot bottom-up: a cluster's interior first, then its parent with the cluster as one
-fixed-size box. Pieces are cached by their key (what their geometry depends on), in a bounded LRU shared by
-every view of every trace: 80 identical decoder layers are laid out once, and after a click only the pieces
-whose contents changed (the toggled call's chain up to the top level) go to dot again. The result is a pure
-function of the view: a piece's layout does not depend on which other pieces were laid out with it, so cached
-and fresh pieces give the same numbers.
+fixed-size box. Pieces are cached by their key (what their geometry depends on), in one bounded ``Cache``
+this module owns, shared by every view of every trace: 80 identical decoder layers are laid out once, and
+after a click only the pieces whose contents changed (the toggled call's chain up to the top level) go to dot
+again. The result is a pure function of the view: a piece's layout does not depend on which other pieces
+were laid out with it, so cached and fresh pieces give the same numbers.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 
 import numpy as np
 
+from torchvista_dash.cache import Cache
 from torchvista_dash.layout.composed.piecedot import layout_pieces
 from torchvista_dash.layout.composed.pieceread import PieceLayout
 from torchvista_dash.layout.composed.pieces import (
@@ -43,7 +43,7 @@ Progress = Callable[[str, int, int], None]  # (stage, done, total): "modules" i 
 
 PIECE_CACHE_SIZE = 4096
 MAX_PIECE_EDGES = 20_000  # edges between the direct children of one module call (what dot pays for)
-_pieces: OrderedDict[tuple, PieceLayout] = OrderedDict()
+_pieces: Cache[tuple, PieceLayout] = Cache(PIECE_CACHE_SIZE)
 _lock = threading.Lock()
 _stats = {"piece_hits": 0, "piece_misses": 0, "piece_dot_runs": 0}
 
@@ -55,31 +55,26 @@ def piece_cache_info() -> dict[str, int]:
 
 
 def clear_piece_cache() -> None:
-    with _lock:
-        _pieces.clear()
+    _pieces.clear()
 
 
 def _lookup(keys: list[tuple]) -> dict[tuple, PieceLayout]:
+    found = {}
+    for k in keys:
+        hit = _pieces.peek(k)
+        if hit is not None:
+            found[k] = hit
     with _lock:
-        found = {}
-        for k in keys:
-            hit = _pieces.get(k)
-            if hit is not None:
-                _pieces.move_to_end(k)
-                found[k] = hit
         _stats["piece_hits"] += len(found)
         _stats["piece_misses"] += len(keys) - len(found)
-        return found
+    return found
 
 
 def _store(new: dict[tuple, PieceLayout], runs: int) -> None:
     with _lock:
         _stats["piece_dot_runs"] += runs
-        for k, v in new.items():
-            _pieces[k] = v
-            _pieces.move_to_end(k)
-        while len(_pieces) > PIECE_CACHE_SIZE:
-            _pieces.popitem(last=False)
+    for k, v in new.items():
+        _pieces.put(k, v)
 
 
 def compose_layout(
