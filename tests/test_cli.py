@@ -439,6 +439,19 @@ def test_export_colours_by_a_cost_and_names_a_missing_one(
     assert code == 2 and "error: color_by='time': this trace has no time recorded; trace with" in err
 
 
+def test_export_root_draws_one_module_as_its_own_graph(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo_trace("gpt").save(tmp_path / "gpt.json")
+    args = ["export", str(tmp_path / "gpt.json"), "-o", str(tmp_path / "mlp.svg"), "--depth", "-1"]
+    code, out, _ = run_main([*args, "--root", "blocks.1.mlp"], capsys)
+    assert code == 0 and "wrote" in out
+    svg = (tmp_path / "mlp.svg").read_text()
+    assert "gelu" in svg and "softmax" not in svg  # the MLP's ops, not its block's attention
+    code, _, err = run_main([*args, "--root", "blocks.9"], capsys)
+    assert code == 2 and "root 'blocks.9' is not a module of GPT-style decoder" in err
+
+
 def test_export_with_values_colours_by_a_value_statistic_with_a_colour_bar(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -374,6 +374,7 @@ def _export(ns: argparse.Namespace) -> int:
                 theme=ns.theme,
                 rankdir=ns.direction,
                 color_by=ns.color_by,
+                root=ns.root,
                 **_flags(ns),
             )
     except RuntimeError as exc:  # Graphviz missing, failing or over its time budget
@@ -545,6 +546,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--format", choices=EXPORT_FORMATS, help="override the format the extension implies")
     _view_options(e)
     _color_by_option(e)
+    e.add_argument(
+        "--root",
+        default=None,
+        metavar="QUALNAME",
+        help="draw one module as its own graph, with its own inputs and outputs (e.g. layers.3.mlp)",
+    )
     _pickle_option(e)
     e.set_defaults(func=_export)
     d = sub.add_parser(

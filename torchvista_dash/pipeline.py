@@ -45,12 +45,19 @@ def resolve_format(path: Path, fmt: str | None) -> str:
 
 def paint_of(graph: Graph, vg: VisibleGraph, draw: DrawOptions, paint: Paint | None = None) -> Paint | None:
     """What is painted over the kind colours: ``paint`` if given (a diff's), else boxes coloured by
-    ``draw.color_by``, else nothing."""
-    if paint is not None or draw.color_by is None:
-        return paint
-    from torchvista_dash.render.colorby import colour_paint
+    ``draw.color_by``, else nothing; then a selection's reach lit over it (``draw.selected``)."""
+    if paint is None and draw.color_by is not None:
+        from torchvista_dash.render.colorby import colour_paint
 
-    return colour_paint(graph, vg, draw.color_by, draw.theme)
+        paint = colour_paint(graph, vg, draw.color_by, draw.theme)
+    if draw.selected is None:
+        return paint
+    from torchvista_dash.render.paint import reach_paint
+    from torchvista_dash.render.style import get_theme
+    from torchvista_dash.view.reach import lit
+
+    reach = lit(vg, draw.selected, draw.reach, draw.path_to)
+    return reach_paint(vg, reach, get_theme(draw.theme).highlight, paint)
 
 
 def figure_of(graph: Graph, vg: VisibleGraph, draw: DrawOptions, paint: Paint | None = None) -> go.Figure:
@@ -93,6 +100,7 @@ def export(
     view, draw = split_options(options, where="export()")
     if not path.parent.is_dir():
         raise FileNotFoundError(f"cannot write {path}: the directory {path.parent} does not exist")
+    trace = trace.focused(view.root)
     if kind == "json":
         return trace.save(path)
     graph = trace.graph

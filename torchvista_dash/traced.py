@@ -167,14 +167,26 @@ class Trace:
 
         ``options``: any of ``ViewOptions`` (fold_repeats, show_params, node_budget) and ``DrawOptions``
         (theme, rankdir, highlight, labels, details, color_by: colour boxes by "flops", "params", "bytes" or
-        "time").
+        "time"; selected: a box whose inputs and outputs are lit, with reach "step"/"up"/"down"/"all" or
+        path_to another box); ``root="layers.3.mlp"`` draws one module as its own graph.
         """
         from torchvista_dash.pipeline import figure_of
         from torchvista_dash.view.build import view_of
 
         view, draw = split_options({"depth": depth, **options}, where="figure()")
-        vg = view_of(self.graph, view, self.expanded_or_default(expanded), unfolded)
-        return figure_of(self.graph, vg, draw, paint=self.paint(vg, draw.theme))
+        trace = self.focused(view.root)
+        vg = view_of(trace.graph, view, trace.expanded_or_default(expanded), unfolded)
+        return figure_of(trace.graph, vg, draw, paint=trace.paint(vg, draw.theme))
+
+    def focused(self, root: str | None) -> Trace:
+        """One module call as a trace of its own (``root``: its qualname or call id; None: this trace): its
+        ops and sub-modules, the tensors that enter it as inputs and those that leave it as outputs."""
+        if root is None:
+            return self
+        from torchvista_dash.model.focus import focus
+
+        graph = focus(self.graph, root)
+        return self if graph is self.graph else Trace(graph)
 
     def to_html(self, path: str | Path, **options: Any) -> Path:
         """A standalone HTML file (plotly.js embedded): zoom, pan and hover work offline."""

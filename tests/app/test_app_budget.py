@@ -8,6 +8,7 @@ from test_app_state import _find
 from torchvista_dash.app import ModelGraph
 from torchvista_dash.app.actions import viewstep
 from torchvista_dash.app.traces import registry, state
+from torchvista_dash.app.traces.page_state import PageState
 from torchvista_dash.demos import demo_trace
 from torchvista_dash.view import build as view
 
@@ -22,9 +23,11 @@ def small_budget(monkeypatch):
 
 def test_store_holds_the_drawn_spec_and_a_click_opens_a_budget_closed_module(small_budget, dot_binary):
     trace = demo_trace("gpt")
-    data = _find(ModelGraph(trace, id="budget", depth=None, fold_repeats=False), "store").data
-    tid = data["trace"]
-    drawn = state.spec_from_store(data)
+    data = PageState.from_store(
+        _find(ModelGraph(trace, id="budget", depth=None, fold_repeats=False), "store").data
+    )
+    tid = data.trace
+    drawn = data.spec
     requested = view.make_spec(trace.graph, depth=None, fold_repeats=False)
     over = state.visible(tid, requested)
     assert over.notes, "the every-op view of the GPT demo should pass a 40-box budget"
@@ -32,5 +35,5 @@ def test_store_holds_the_drawn_spec_and_a_click_opens_a_budget_closed_module(sma
     vg = state.visible(tid, drawn)
     closed = sorted(n.id for n in vg.nodes if n.kind == "module" and n.id in requested.expanded)
     assert closed, "the budget closed no module the request had open"
-    spec, *_ = viewstep.next_view("graph", closed[0], data, None)
-    assert closed[0] in spec.expanded  # the click opens it (it used to close it again)
+    nv = viewstep.step("graph", closed[0], data, None)
+    assert nv is not None and closed[0] in nv.spec.expanded  # the click opens it (it used to close it again)

@@ -29,6 +29,7 @@ from torchvista_dash import trace_model
 from torchvista_dash.app.actions import exporting, hitlayer, viewstep
 from torchvista_dash.app.server.server import make_app
 from torchvista_dash.app.traces import registry, state
+from torchvista_dash.app.traces.page_state import PageState
 from torchvista_dash.model.options import DrawOptions, ViewOptions
 from torchvista_dash.render import hits, viewport
 
@@ -51,15 +52,7 @@ def sent(tower: Any) -> dict[str, Any]:
     draw = DrawOptions()
     ranges = state.start_ranges(state.layout_of(tid, spec, draw.rankdir))
     fig, record = hitlayer.sent_figure(tid, spec, draw, ranges, 0)
-    data = {
-        "trace": tid,
-        **state.spec_to_store(spec),
-        **state.draw_to_store(draw),
-        "rev": 0,
-        "ranges": ranges,
-        "relayout": None,
-        "sent": [ranges],
-    }
+    data = PageState(trace=tid, spec=spec, draw=draw, ranges=ranges)
     return {
         "tid": tid,
         "spec": spec,
@@ -194,11 +187,11 @@ def test_a_view_change_that_only_moves_the_ranges_sends_the_bars_there(sent: dic
     """ "Fit to screen": a Patch of the ranges, a new uirevision (the ranges win over the user's zoom) and the
     hit bars at the whole view."""
     out = viewstep.answer("fit", 1, sent["data"], None)
-    fig, new_data, record = out[0], out[1], out[6]
-    ops = {tuple(op["location"]): op["params"]["value"] for op in fig.to_plotly_json()["operations"]}
-    assert ops[("layout", "uirevision")] == state.uirevision(1) and new_data["rev"] == 1
+    new_data, record = PageState.from_store(out.store), out.hits
+    ops = {tuple(op["location"]): op["params"]["value"] for op in out.figure.to_plotly_json()["operations"]}
+    assert ops[("layout", "uirevision")] == state.uirevision(1) and new_data.rev == 1
     assert any(loc[0] == "data" for loc in ops)
-    assert record["rev"] == 1 and hitlayer.covers(record, new_data["ranges"], 1)
+    assert record["rev"] == 1 and hitlayer.covers(record, new_data.ranges, 1)
 
 
 # ---- in the browser ----------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from torchvista_dash.app.actions import exporting
 from torchvista_dash.app.http import picture_routes
 from torchvista_dash.app.server.server import make_app
 from torchvista_dash.app.traces import pictures, state
+from torchvista_dash.app.traces.page_state import PageState
 from torchvista_dash.demos import demo_trace
 
 M = "main"
@@ -142,12 +143,13 @@ def test_figures_name_the_url_under_the_apps_prefix_and_exports_stand_alone(dot_
         if isinstance(p.get("id"), dict) and p["id"].get("subcomponent") == "store"
     )
     with app.server.test_request_context("/_dash-update-component", method="POST"):
-        exported = exporting.current_figure(store)
+        page = PageState.from_store(store)
+        exported = exporting.current_figure(page)
         live = state.figure_with_ranges(
-            store["trace"],
-            state.spec_from_store(store),
-            state.draw_from_store(store),
-            store["ranges"],
+            page.trace,
+            page.spec,
+            page.draw,
+            page.ranges,
             picture_base=picture_routes.base_url(app),
         )
     assert exported["layout"]["images"][0]["source"].startswith("data:image/svg+xml;base64,")

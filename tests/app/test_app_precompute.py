@@ -7,10 +7,11 @@ from __future__ import annotations
 import threading
 import time
 
-from test_app_state import store_for
+from test_app_state import page_for
 
 from torchvista_dash.app.actions import viewstep
 from torchvista_dash.app.traces import registry, state
+from torchvista_dash.app.traces.page_state import PageState
 from torchvista_dash.app.traces.precompute import MAX_JOBS, Precomputer
 from torchvista_dash.layout import GraphvizError
 
@@ -78,27 +79,27 @@ def test_the_worker_waits_while_a_watched_app_answers_a_request_and_a_moment_aft
 
 
 def test_many_clicks_keep_the_queue_and_caches_bounded(dot_binary: str) -> None:
-    data = store_for("gpt")
-    tid = data["trace"]
+    data = page_for("gpt")
+    tid = data.trace
     entry = registry.entry(tid)
     peak = failed = 0
     deadline = time.monotonic() + 120
     clicks = 0
     while clicks < 300 and time.monotonic() < deadline:
-        vg = state.visible(tid, state.spec_from_store(data))  # click some box or cluster drawn now
+        vg = state.visible(tid, data.spec)  # click some box or cluster drawn now
         targets = sorted(
             [n.id for n in vg.nodes if n.kind in ("module", "folded")] + [c.id for c in vg.clusters]
         )
         vid = targets[(clicks * 7) % len(targets)]
         try:
-            new = viewstep.answer("graph", vid, data, None)[1]
+            new = viewstep.answer("graph", vid, data, None).store
         except (
             GraphvizError
         ):  # a pooled dot that died mid-batch (layout/dotpool, rare): the page would say so
             failed += 1
             continue
         if isinstance(new, dict):
-            data = new
+            data = PageState.from_store(new)
         clicks += 1
         peak = max(peak, state.precomputer.pending())
     assert clicks >= 30 and failed <= clicks // 50

@@ -17,6 +17,7 @@ from torchvista_dash import trace_model
 from torchvista_dash.app import ModelGraph
 from torchvista_dash.app.actions.details import call_io
 from torchvista_dash.app.traces import firstview, registry, state
+from torchvista_dash.app.traces.page_state import PageState
 from torchvista_dash.cache import Cache
 from torchvista_dash.demos import demo_trace
 from torchvista_dash.model.options import DrawOptions
@@ -63,12 +64,12 @@ def test_the_pipeline_caches_live_in_the_traces_entry(
     # would ask for it later), so that the caches it fills can be looked at
     monkeypatch.setattr(firstview, "WAIT_S", 120.0)
     trace = _small_trace(5)
-    data = _find(ModelGraph(trace, id="entry"), "store").data
-    tid = data["trace"]
+    data = PageState.from_store(_find(ModelGraph(trace, id="entry"), "store").data)
+    tid = data.trace
     entry = registry.entry(tid)
-    spec = state.spec_from_store(data)
+    spec = data.spec
     assert spec in entry.views and (spec, "TB") in entry.layouts
-    assert (spec, state.draw_from_store(data)) in entry.figures
+    assert (spec, data.draw) in entry.figures
     assert state.layout_of(tid, spec, "TB") is entry.layouts.peek((spec, "TB"))  # the same object: a hit
     call_io(tid, "mod:0")
     assert "inside" in entry.facts  # the details panel's per-trace table

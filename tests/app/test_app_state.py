@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import re
+from dataclasses import replace
 from typing import Any
 
 import dash
@@ -17,17 +18,26 @@ from torchvista_dash.app.actions.details import call_io, details, header
 from torchvista_dash.app.actions.exporting import export_current_view
 from torchvista_dash.app.server.server import make_app
 from torchvista_dash.app.traces import registry, state
+from torchvista_dash.app.traces.page_state import PageState
 from torchvista_dash.demos import demo_trace
 from torchvista_dash.model.graph import TensorMeta
 from torchvista_dash.view import build as view
 from torchvista_dash.view.repeats import index_of
 
 
-def store_for(name: str, **extra: Any) -> dict[str, Any]:
+def store_for(name: str) -> dict[str, Any]:
     """The store a freshly created ModelGraph puts in the page."""
-    mg = ModelGraph(demo_trace(name), id=f"t-{name}")
-    data = _find(mg, "store").data
-    return {**data, **extra}
+    return _find(ModelGraph(demo_trace(name), id=f"t-{name}"), "store").data
+
+
+def page_for(name: str, **changes: Any) -> PageState:
+    """The state a freshly created ModelGraph puts in the page, read back as the callbacks read it."""
+    page = PageState.from_store(store_for(name))
+    return replace(page, **changes) if changes else page
+
+
+def next_view(trigger: str | None, value: Any, page: PageState, relayout: Any) -> viewstep.NextView | None:
+    return viewstep.step(trigger, value, page, relayout)
 
 
 def _find(component: Any, sub: str) -> Any:
@@ -51,14 +61,17 @@ def text_of(component: Any) -> str:
 
 
 def test_click_on_a_collapsed_module_opens_it_and_keeps_its_top_in_place() -> None:
-    data = store_for("gpt")
-    data = {**data, "ranges": [[0.0, 200.0], [100.0, 300.0]]}
-    spec, _, _, _, ranges = viewstep.next_view("graph", "fold:mod:blocks.0", data, None)
+    data = page_for("gpt", ranges=[[0.0, 200.0], [100.0, 300.0]], sent=())
+    first = next_view("graph", "fold:mod:blocks.0", data, None)
+    assert first is not None
+    spec, ranges = first.spec, first.ranges
     assert "fold:mod:blocks.0" in spec.unfolded
-    data2 = {**data, **state.spec_to_store(spec), "ranges": ranges, "sent": [ranges]}
-    spec2, _, _, _, ranges2 = viewstep.next_view("graph", "mod:blocks.1", data2, None)
+    data2 = replace(data, spec=spec, ranges=ranges, sent=(ranges,))
+    second = next_view("graph", "mod:blocks.1", data2, None)
+    assert second is not None
+    spec2, ranges2 = second.spec, second.ranges
     assert "mod:blocks.1" in spec2.expanded
-    tid = data["trace"]
+    tid = data.trace
     before = state.anchor_of(state.layout_of(tid, spec, "TB"), "mod:blocks.1")
     after = state.anchor_of(state.layout_of(tid, spec2, "TB"), "mod:blocks.1")
     # same position relative to the viewport; the view zoomed out (about that point) to show what opened
@@ -66,50 +79,64 @@ def test_click_on_a_collapsed_module_opens_it_and_keeps_its_top_in_place() -> No
     assert k > 1.0
     assert after[0] - ranges2[0][0] == pytest.approx(k * (before[0] - ranges[0][0]))
     assert after[1] - ranges2[1][0] == pytest.approx(k * (before[1] - ranges[1][0]))
-    back = viewstep.next_view("graph", "mod:blocks.1", {**data2, **state.spec_to_store(spec2)}, None)
-    assert "mod:blocks.1" not in back[0].expanded
+    back = next_view("graph", "mod:blocks.1", replace(data2, spec=spec2), None)
+    assert back is not None and "mod:blocks.1" not in back.spec.expanded
 
 
-def test_click_on_an_op_changes_nothing_and_unknown_triggers_are_ignored() -> None:
-    data = store_for("mlp")
-    assert viewstep.next_view("graph", "n:0", data, None) is None
-    assert viewstep.next_view(None, None, data, None) is None
+def test_click_on_an_op_selects_it_and_unknown_triggers_are_ignored() -> None:
+    data = page_for("mlp")
+    picked = next_view("graph", "n:0", data, None)  # the input box: selected, the view the same
+    assert picked is not None and picked.spec == data.spec and picked.ranges == data.ranges
+    assert picked.draw.selected == picked.draw.highlight == "n:0"
+    assert next_view("graph", "n:0", replace(data, draw=picked.draw), None) is None  # already selected
+    assert next_view("graph", "n:not-drawn", data, None) is None
+    assert next_view(None, None, data, None) is None
 
 
 def test_user_zoom_is_tracked_but_plotly_echoes_of_our_ranges_are_not() -> None:
-    data = store_for("gpt", ranges=[[0.0, 100.0], [0.0, 100.0]])
-    data["sent"] = [data["ranges"]]
+    data = page_for("gpt", ranges=[[0.0, 100.0], [0.0, 100.0]], sent=([[0.0, 100.0], [0.0, 100.0]],))
     echo = {"xaxis.range": [-50.0, 150.0], "yaxis.range": [0.0, 100.0]}  # x stretched about its centre
-    assert state.is_echo(echo, data["sent"])
-    r = viewstep.next_view("theme", "dark", data, echo)[4]
-    assert r == [[0.0, 100.0], [0.0, 100.0]]
+    assert state.is_echo(echo, list(data.sent))
+
+    def ranges_after(page: PageState, relayout: Any) -> Any:
+        nv = next_view("theme", "dark", page, relayout)
+        assert nv is not None
+        return nv.ranges
+
+    assert ranges_after(data, echo) == [[0.0, 100.0], [0.0, 100.0]]
     zoom = {"xaxis.range[0]": 10.0, "xaxis.range[1]": 30.0, "yaxis.range[0]": 40.0, "yaxis.range[1]": 60.0}
-    assert viewstep.next_view("theme", "dark", data, zoom)[4] == [[10.0, 30.0], [40.0, 60.0]]
-    stale = {**data, "relayout": zoom}  # already seen: the stored ranges win
-    assert viewstep.next_view("theme", "dark", stale, zoom)[4] == [[0.0, 100.0], [0.0, 100.0]]
-    full = state.full_ranges(state.layout_of(data["trace"], state.spec_from_store(data), "TB"))
-    assert viewstep.next_view("theme", "dark", data, {"xaxis.autorange": True})[4] == full
+    assert ranges_after(data, zoom) == [[10.0, 30.0], [40.0, 60.0]]
+    stale = replace(data, relayout=zoom)  # already seen: the stored ranges win
+    assert ranges_after(stale, zoom) == [[0.0, 100.0], [0.0, 100.0]]
+    full = state.full_ranges(state.layout_of(data.trace, data.spec, "TB"))
+    assert ranges_after(data, {"xaxis.autorange": True}) == full
 
 
 def test_buttons_depth_options_direction_and_fit() -> None:
-    data = store_for("gpt")
+    data = page_for("gpt")
     graph = demo_trace("gpt").graph
-    every = viewstep.next_view("expand_all", 1, data, None)[0]
+
+    def spec_after(trigger: str, value: Any) -> Any:
+        nv = next_view(trigger, value, data, None)
+        return None if nv is None else nv.spec
+
+    every = spec_after("expand_all", 1)
     assert every == view.expand_everything(graph) and every.unfolded == frozenset(
         index_of(graph).runs
     )  # repeats too
     assert not any(n.kind == "folded" for n in view.build_view(graph, every).nodes)
-    assert viewstep.next_view("depth", -1, data, None)[0] == every
-    assert viewstep.next_view("collapse_all", 1, data, None)[0] == view.make_spec(graph, depth=0)
-    assert viewstep.next_view("depth", view.CUSTOM, data, None) is None
-    assert viewstep.next_view("depth", 2, data, None)[0] == view.make_spec(graph, depth=2)
-    opts = viewstep.next_view("options", ["params"], data, None)[0]
+    assert spec_after("depth", -1) == every
+    assert spec_after("collapse_all", 1) == view.make_spec(graph, depth=0)
+    assert spec_after("depth", view.CUSTOM) is None
+    assert spec_after("depth", 2) == view.make_spec(graph, depth=2)
+    opts = spec_after("options", ["params"])
     assert opts.show_params and not opts.fold_repeats
-    spec, rankdir, _, _, ranges = viewstep.next_view("direction", "LR", data, None)
-    assert rankdir == "LR" and ranges == state.full_ranges(state.layout_of(data["trace"], spec, "LR"))
-    assert viewstep.next_view("fit", 1, {**data, "ranges": [[5, 6], [5, 6]]}, None)[4] == state.full_ranges(
-        state.layout_of(data["trace"], state.spec_from_store(data), "TB")
-    )
+    turned = next_view("direction", "LR", data, None)
+    assert turned is not None and turned.rankdir == "LR"
+    assert turned.ranges == state.full_ranges(state.layout_of(data.trace, turned.spec, "LR"))
+    fitted = next_view("fit", 1, replace(data, ranges=[[5, 6], [5, 6]]), None)
+    assert fitted is not None
+    assert fitted.ranges == state.full_ranges(state.layout_of(data.trace, data.spec, "TB"))
 
 
 def test_search_lists_matches_then_expands_centres_and_highlights() -> None:
@@ -125,10 +152,12 @@ def test_search_lists_matches_then_expands_centres_and_highlights() -> None:
     every = search.search(graph, "a")
     assert not any(re.search(r"\b(n|mod):[\w.(]", o["label"]) for o in every)
     assert len({o["label"] for o in every}) == len(every)  # twins get #2, #3
-    data = store_for("gpt", ranges=[[0.0, 100.0], [0.0, 100.0]])
-    spec, _, _, highlight, ranges = viewstep.next_view("search", "mod:blocks.2.ln_2", data, None)
+    data = page_for("gpt", ranges=[[0.0, 100.0], [0.0, 100.0]])
+    nv = next_view("search", "mod:blocks.2.ln_2", data, None)
+    assert nv is not None
+    spec, highlight, ranges = nv.spec, nv.highlight, nv.ranges
     assert highlight == "mod:blocks.2.ln_2" and "mod:blocks.2" in spec.expanded
-    box = state.layout_of(data["trace"], spec, "TB").nodes[highlight]
+    box = state.layout_of(data.trace, spec, "TB").nodes[highlight]
     assert (ranges[0][0] + ranges[0][1]) / 2 == pytest.approx((box[0] + box[2]) / 2)
     assert (ranges[1][0] + ranges[1][1]) / 2 == pytest.approx((box[1] + box[3]) / 2)
 
@@ -153,18 +182,19 @@ def test_details_for_module_op_failure_and_fold() -> None:
 
 
 def test_failed_trace_opens_on_its_failing_op() -> None:
-    data = store_for("broken")
+    data = page_for("broken")
     graph = demo_trace("broken").graph
-    assert data["highlight"] == graph.error.node
-    vg = state.visible(data["trace"], state.spec_from_store(data))
+    assert data.draw.highlight == graph.error.node
+    vg = state.visible(data.trace, data.spec)
     assert graph.error.node in {n.id for n in vg.nodes}
 
 
 @pytest.mark.parametrize("fmt, magic", [("html", "Plotly.newPlot"), ("svg", "<svg"), ("png", None)])
 def test_exports_of_the_current_view(fmt: str, magic: str | None) -> None:
-    data = store_for("mlp")
-    spec = viewstep.next_view("graph", "mod:body", data, None)[0]
-    payload = export_current_view({**data, **state.spec_to_store(spec)}, fmt)
+    data = page_for("mlp")
+    nv = next_view("graph", "mod:body", data, None)
+    assert nv is not None
+    payload = export_current_view(replace(data, spec=nv.spec), fmt)
     assert payload["filename"] == f"MLP-view.{fmt}"
     content = base64.b64decode(payload["content"]) if payload["base64"] else payload["content"].encode()
     if fmt == "png":
@@ -175,7 +205,7 @@ def test_exports_of_the_current_view(fmt: str, magic: str | None) -> None:
 
 
 def test_the_json_export_is_the_trace() -> None:
-    payload = export_current_view(store_for("mlp"), "json")
+    payload = export_current_view(page_for("mlp"), "json")
     assert payload["filename"] == "MLP-trace.json"
     assert base64.b64decode(payload["content"]) == demo_trace("mlp").graph.to_bytes()
 
@@ -237,17 +267,25 @@ def test_pages_by_url() -> None:
 
 
 def test_toolbar_values_override_a_store_that_predates_them() -> None:
-    data = store_for("gpt")
+    data = page_for("gpt")
     current = viewstep.with_controls(data, ["params"], "LR", "dark")
-    assert (current["fold"], current["params"], current["rankdir"], current["theme"]) == (
+    assert (
+        current.spec.fold_repeats,
+        current.spec.show_params,
+        current.draw.rankdir,
+        current.draw.theme,
+    ) == (
         False,
         True,
         "LR",
         "dark",
     )
     assert viewstep.with_controls(data, None, None, None) == data
-    spec, rankdir, theme, _, _ = viewstep.next_view("expand_all", 1, current, None)
-    assert spec.show_params and not spec.fold_repeats and (rankdir, theme) == ("LR", "dark")
-    fig, new_data, _, _, depth, _, _ = viewstep.answer("expand_all", 1, data, None, current)
-    assert depth == -1  # the depth control follows
-    assert new_data["params"] and new_data["rankdir"] == "LR" and isinstance(fig, dict)  # a whole new figure
+    nv = next_view("expand_all", 1, current, None)
+    assert nv is not None
+    assert nv.spec.show_params and not nv.spec.fold_repeats and (nv.rankdir, nv.theme) == ("LR", "dark")
+    out = viewstep.answer("expand_all", 1, data, None, current)
+    assert out.depth == -1  # the depth control follows
+    new_data = PageState.from_store(out.store)
+    assert new_data.spec.show_params and new_data.draw.rankdir == "LR"
+    assert isinstance(out.figure, dict)  # a whole new figure

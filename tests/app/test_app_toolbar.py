@@ -260,7 +260,7 @@ def test_a_bad_address_says_what_is_wrong(page: Any, gallery_url: str) -> None:
     assert "mod:nowhere" in page.inner_text("#tvd-page")
 
 
-def test_a_notebook_wide_page_keeps_two_toolbar_rows_and_gives_the_graph_the_width(browser: Any) -> None:
+def test_a_notebook_wide_page_keeps_three_toolbar_rows_and_gives_the_graph_the_width(browser: Any) -> None:
     from torchvista_dash.app.server.notebook import url_for
 
     ctx = browser.new_context(viewport={"width": 800, "height": 760})  # a notebook output's width
@@ -278,7 +278,7 @@ def test_a_notebook_wide_page_keeps_two_toolbar_rows_and_gives_the_graph_the_wid
             centre = b["y"] + b["height"] / 2
             if not rows or centre - rows[-1] > 14:
                 rows.append(centre)
-        assert len(rows) == 2, rows  # the toolbar in two rows
+        assert len(rows) == 3, rows  # the toolbar in three rows (the last: the selection's reach and path)
         assert all(b["x"] + b["width"] <= 800 for b in boxes)
         assert not page.locator(css_id(aio, "details")).is_visible()  # the panel folded away...
         plot = page.locator(css_id(aio, "graph")).bounding_box()

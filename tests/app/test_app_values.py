@@ -75,6 +75,17 @@ def test_first_nonfinite_button_opens_selects_and_centres_it(page) -> None:  # t
         box = page.locator(css_id("main", "graph")).bounding_box()
         assert abs(x - (box["x"] + box["width"] / 2)) < 0.1 * box["width"]
         assert abs(y - (box["y"] + box["height"] / 2)) < 0.1 * box["height"]
+        # colour by NaN/Inf from the menu: the picture is painted, with its colour bar
+        page.click(css_id("main", "color_by"))
+        page.get_by_text("colour by: NaN/Inf", exact=True).click()
+        page.wait_for_function(
+            "(d) => document.getElementById(d).querySelector('.js-plotly-plot').data"
+            ".some(t => t.name === 'colorbar')",
+            arg=graph_dom_id("main"),
+            timeout=20_000,
+        )
+        assert "app-error" not in page.content()
+        page.screenshot(path="/tmp/first_nonfinite.png")
     finally:
         srv.stop()
 

@@ -128,3 +128,28 @@ def test_hover_shows_each_box_values() -> None:
     labels = next(tr for tr in t.figure(depth=0).data if tr.name == "nodes:labels")
     root_hover = labels.hovertext[list(labels.customdata).index("mod:(root)")]
     assert "values [0]: min 0, max" in root_hover and "zeros" in root_hover
+
+
+def test_rearranging_ops_reuse_their_inputs_summary_and_never_a_stale_one() -> None:
+    class Views(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            y = x * 2
+            v = y.view(-1)
+            t = y.transpose(0, 1)
+            y.relu_()  # written in place through y: v and t now hold the new values
+            w = v.view(3, -1)
+            return t.contiguous(), w, torch.nn.functional.dropout(w, 0.5, training=False)
+
+    torch.manual_seed(0)
+    x = torch.randn(3, 4)
+    t = trace_model(Views(), x, values=True)
+    with torch.no_grad():
+        r = (x * 2).relu()
+    expect = [r.t().contiguous(), r.view(3, -1), r.view(3, -1)]
+    outs = [n for n in t.graph.nodes if n.kind == "output"]
+    for node, want in zip(outs, expect, strict=True):
+        s = node.values[0]
+        assert s.min == pytest.approx(want.min().item(), abs=1e-6) and s.min >= 0  # after the relu_
+        assert s.mean == pytest.approx(want.mean().item(), rel=1e-5)
+        assert s.zeros == pytest.approx((want == 0).float().mean().item(), abs=1e-6)
+        assert s.sample == pytest.approx(tuple(want.flatten()[[0, 2, 3, 5, 6, 8, 9, 11]].tolist()), rel=1e-6)

@@ -16,7 +16,7 @@ from support_render import picture_of as svg_of
 from support_render import picture_texts as texts
 
 from torchvista_dash.layout.types import Layout
-from torchvista_dash.render import UIREVISION, make_figure
+from torchvista_dash.render import UIREVISION, hits, make_figure
 from torchvista_dash.render.figure import FAILED_WINDOW, TILE_PT
 from torchvista_dash.render.hits import header_rows
 from torchvista_dash.render.labels import Boxes, edge_labels
@@ -168,7 +168,9 @@ def test_every_point_with_customdata_is_a_visible_id(case30):
     fig = make_figure(g, vg, lay, highlight="n:7")
     visible = {n.id for n in vg.nodes} | {c.id for c in vg.clusters}
     for t in fig.data:
-        if t.customdata is not None:
+        if t.name == hits.EDGES:  # an edge's hover targets: they hover, and a click on one opens nothing
+            assert set(t.customdata) == {""} and t.hoverinfo == "text"
+        elif t.customdata is not None:
             assert set(t.customdata) <= visible, t.name
         else:  # no id ⇒ never a hover/click target
             assert t.hoverinfo == "skip", t.name

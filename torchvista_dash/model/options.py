@@ -18,6 +18,9 @@ ThemeName = Literal["light", "dark"]
 Rankdir = Literal["TB", "LR", "BT", "RL"]
 
 THEMES: tuple[ThemeName, ...] = ("light", "dark")
+ReachMode = Literal["step", "up", "down", "all"]
+# what a selection lights: one step each way, everything upstream, everything downstream, both
+REACH_MODES: tuple[ReachMode, ...] = ("step", "up", "down", "all")
 COLOR_BY: tuple[str, ...] = metric_names()  # what boxes can be coloured by (the metric registry's, at import)
 RANKDIRS: tuple[Rankdir, ...] = ("TB", "LR", "BT", "RL")
 # The most boxes a view draws; over it a view collapses its deepest open calls. A guard only: the layout goes
@@ -110,9 +113,15 @@ class ViewOptions:
         default=False, metadata={"help": "draw parameters and scalar constants as boxes of their own"}
     )
     node_budget: int = DEFAULT_NODE_BUDGET
+    # one module drawn as its own graph with its own inputs and outputs (model/focus.py): qualname or call id
+    root: str | None = None
 
     def __post_init__(self) -> None:
         check_depth(self.depth)
+        if self.root is not None and (not isinstance(self.root, str) or not self.root):
+            raise TypeError(
+                f"root must be a module's qualname (e.g. 'layers.3.mlp') or None, not {self.root!r}"
+            )
         _flag("fold_repeats", self.fold_repeats)
         _flag("show_params", self.show_params)
         if (
@@ -135,6 +144,11 @@ class DrawOptions:
     # colour boxes by a metric ("flops", "params", "bytes", "time", ...: metrics.py), or by the user's numbers
     # per module or node (a mapping, kept as metrics.UserValues)
     color_by: str | UserValues | None = None
+    # a visible id whose inputs and outputs are lit, the rest dimmed (view/reach.py): how far (``reach``), or
+    # every path between it and ``path_to``
+    selected: str | None = None
+    reach: ReachMode = "step"
+    path_to: str | None = None
 
     def __post_init__(self) -> None:
         _choice("theme", self.theme, THEMES)
@@ -143,8 +157,11 @@ class DrawOptions:
         elif self.color_by is not None and not isinstance(self.color_by, UserValues):
             get_metric(self.color_by)  # a clear error naming the metrics
         _choice("rankdir", self.rankdir, RANKDIRS)
-        if self.highlight is not None and not isinstance(self.highlight, str):
-            raise TypeError(f"highlight must be a visible id (str) or None, not {self.highlight!r}")
+        for name in ("highlight", "selected", "path_to"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"{name} must be a visible id (str) or None, not {value!r}")
+        _choice("reach", self.reach, REACH_MODES)
         _flag("labels", self.labels, optional=True)
         _flag("details", self.details, optional=True)
 
@@ -157,7 +174,12 @@ class DrawOptions:
 
 
 LAYOUT_FIELDS = ("rankdir",)  # DrawOptions fields that change the layout, not only the drawing
-PAINT_FIELDS = ("color_by",)  # DrawOptions fields the pipeline turns into a render.paint.Paint
+PAINT_FIELDS = (
+    "color_by",
+    "selected",
+    "reach",
+    "path_to",
+)  # DrawOptions fields the pipeline turns into a render.paint.Paint
 
 
 OPTION_TYPES: tuple[type[ViewOptions] | type[DrawOptions], ...] = (ViewOptions, DrawOptions)

@@ -22,7 +22,12 @@ from torchvista_dash.view.types import VisibleGraph
 
 NODES = "nodes:labels"  # one bar per box, exactly the box
 HEADERS = "clusters:headers"  # one bar per expanded cluster, its whole header row
-HIT_TRACES = (NODES, HEADERS)
+EDGES = "edges:hover"  # small bars along each edge: its own hover (what it carries, its two ends)
+HIT_TRACES = (EDGES, NODES, HEADERS)
+EDGE_BAR = 7.0  # points: an edge's hover targets, squares on its line
+EDGE_STEP = 28.0  # points between two of them
+EDGE_BARS_PER_EDGE = 3
+EDGE_BAR_BUDGET = 6_000  # past it, one target per edge (its middle): a figure's bars stay bounded
 HEADER_ROW = 20.0  # points: a cluster's header row (the layout leaves about 26 above its contents)
 _HIDDEN = "rgba(0,0,0,0)"
 # the per-bar arrays of a hit trace, all culled alike
@@ -66,9 +71,60 @@ def bars(name: str, boxes: list[Box], ids: list[str], hover: list[str]) -> dict[
     }
 
 
+def _along(points: tuple[tuple[float, float], ...], step: float, most: int) -> list[tuple[float, float]]:
+    """Points every ``step`` along a polyline: at most ``most``, spread over it, at least its middle."""
+    lengths = [math.dist(a, b) for a, b in zip(points, points[1:], strict=False)]
+    total = sum(lengths)
+    if total <= 0:
+        return []
+    n = max(1, min(most, int(total // step)))
+    out: list[tuple[float, float]] = []
+    targets = [total * (k + 0.5) / n for k in range(n)]
+    walked, seg = 0.0, 0
+    for t in targets:
+        while seg < len(lengths) - 1 and walked + lengths[seg] < t:
+            walked += lengths[seg]
+            seg += 1
+        f = 0.0 if lengths[seg] == 0 else (t - walked) / lengths[seg]
+        (ax, ay), (bx, by) = points[seg], points[seg + 1]
+        out.append((ax + f * (bx - ax), ay + f * (by - ay)))
+    return out
+
+
+def _inside(p: tuple[float, float], box: Box | None, pad: float) -> bool:
+    return box is not None and box[0] - pad <= p[0] <= box[2] + pad and box[1] - pad <= p[1] <= box[3] + pad
+
+
+def edge_bars(vg: VisibleGraph, layout: Layout, hov: HoverIndex) -> dict[str, Any] | None:
+    """Small invisible squares along every edge, off the boxes at its ends, whose hover tells the edge;
+    clicking one does nothing (no customdata id)."""
+    edges = {(e.src, e.dst): e for e in vg.edges}
+    paths = [p for p in layout.edges if (p.src, p.dst) in edges and len(p.points) >= 2]
+    if not paths:
+        return None
+    most = EDGE_BARS_PER_EDGE if len(paths) * EDGE_BARS_PER_EDGE <= EDGE_BAR_BUDGET else 1
+    labels = {n.id: n.label for n in vg.nodes} | {c.id: c.label for c in vg.clusters}
+    half = EDGE_BAR / 2
+    boxes: list[Box] = []
+    texts: list[str] = []
+    for p in paths:
+        text = hov.edge_text(edges[(p.src, p.dst)], labels)
+        ends = (layout.nodes.get(p.src), layout.nodes.get(p.dst))
+        for x, y in _along(p.points, EDGE_STEP, most):
+            if _inside((x, y), ends[0], half) or _inside((x, y), ends[1], half):
+                continue
+            boxes.append((x - half, y - half, x + half, y + half))
+            texts.append(text)
+    if not boxes:
+        return None
+    return bars(EDGES, boxes, [""] * len(boxes), texts)
+
+
 def hit_traces(vg: VisibleGraph, layout: Layout, hov: HoverIndex, paint: Paint) -> list[dict[str, Any]]:
-    """Every box's and every header row's bar (``NODES``, then ``HEADERS``; a trace only when it has bars)."""
-    out = []
+    """Every edge's hover targets, then every box's and every header row's bar (``EDGES``, ``NODES``,
+    ``HEADERS``: boxes drawn over edges win where they meet; a trace only when it has bars)."""
+    along = edge_bars(vg, layout, hov)
+    out = [along] if along is not None else []
     if vg.nodes:
         out.append(
             bars(
@@ -96,8 +152,9 @@ def is_hit_trace(trace: dict[str, Any]) -> bool:
 
 
 def count(data: list[dict[str, Any]]) -> int:
-    """How many bars the hit traces of a figure's ``data`` hold."""
-    return sum(len(t.get("x") or ()) for t in data if is_hit_trace(t))
+    """How many boxes and header rows have bars in a figure's ``data`` (what decides whether the app culls
+    them; an edge's hover targets go along with the rest, but do not count)."""
+    return sum(len(t.get("x") or ()) for t in data if is_hit_trace(t) and t.get("name") != EDGES)
 
 
 def cull(

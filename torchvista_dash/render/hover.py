@@ -137,6 +137,20 @@ class HoverIndex:
             lines += _value_lines([values.get(ve.tensor) for ve in out_edges], [ve.meta for ve in out_edges])
         return lines
 
+    def edge_text(self, ve: VisibleEdge, labels: dict[str, str]) -> str:
+        """An edge's hover: what it carries (shape, dtype, bytes, how many tensors) and the boxes at its two
+        ends, so a shape left out at a far zoom can still be read."""
+        from torchvista_dash.model.metrics import human
+
+        many = f" (×{ve.count} tensors)" if ve.count > 1 else ""
+        lines = [
+            f"<b>{esc(meta_text(ve.meta))}</b>{many}",
+            f"{esc(human(float(ve.nbytes or ve.meta.nbytes), 'bytes'))}",
+            f"from: {esc(labels.get(ve.src, ve.src))}",
+            f"to: {esc(labels.get(ve.dst, ve.dst))}",
+        ]
+        return "<br>".join(lines)
+
     def _module_text(self, vn: VisibleNode) -> str:
         call = self._call_of(vn.members[0] if vn.members else vn.id)
         lines = [f"<b>{esc(vn.label)}</b> (collapsed module — click to open)"]

@@ -12,6 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from torchvista_dash.view.reach import Reach
 from torchvista_dash.view.types import VisibleGraph
 
 
@@ -40,11 +41,37 @@ class Paint:
     title: str = ""  # a note for the figure ("coloured by FLOPs")
     # the key of a static picture (no plotly colour bar there): (swatch, text), top to bottom
     legend: tuple[tuple[BoxPaint, str], ...] = ()
+    # a selection's reach (view/reach.py): boxes and clusters drawn faint, edges drawn lit in ``lit_colour``
+    faded: frozenset[str] = frozenset()
+    lit_edges: frozenset[tuple[str, str]] = frozenset()
+    lit_colour: str | None = None
 
     def hover_of(self, vid: str, text: str) -> str:
         """A box's hover text with this paint's lines for it appended."""
         extra = self.hover.get(vid)
         return f"{text}<br>{extra}" if extra else text
+
+
+def reach_paint(vg: VisibleGraph, reach: Reach, highlight: str, base: Paint | None = None) -> Paint:
+    """``base`` (or no paint) with ``reach`` lit: its edges in ``highlight``, every box and open module
+    outside it faded; its note added to the figure's title."""
+    base = base or Paint()
+    if not reach:
+        return dataclasses.replace(base, title=_joined(base.title, reach.note)) if reach.note else base
+    faded = frozenset(n.id for n in vg.nodes if n.id not in reach.boxes) | frozenset(
+        c.id for c in vg.clusters if c.id not in reach.clusters
+    )
+    return dataclasses.replace(
+        base,
+        faded=faded,
+        lit_edges=reach.edges,
+        lit_colour=highlight,
+        title=_joined(base.title, reach.note),
+    )
+
+
+def _joined(*notes: str) -> str:
+    return " · ".join(n for n in notes if n)
 
 
 def with_sublabels(vg: VisibleGraph, paint: Paint) -> VisibleGraph:

@@ -262,7 +262,7 @@ def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
             )
         else:
             c = calls[box]
-            label = f"{_short_name(c.qualname)}: {c.cls}" if c.parent is not None else c.cls
+            label = f"{_short_name(c.qualname)}: {c.cls}" if c.qualname else c.cls
             if c.call_index:
                 label += f" #{c.call_index}"
             vis[box] = VisibleNode(
@@ -293,7 +293,7 @@ def _build(graph: Graph, spec: ViewSpec) -> VisibleGraph:
             c.id,
             label_text(
                 f"{c.qualname}: {c.cls}" + (f" #{c.call_index}" if c.call_index else "")
-                if c.parent is not None
+                if c.qualname  # a focused module (model/focus.py) is a root with its own name
                 else c.cls
             ),
             c.parent,

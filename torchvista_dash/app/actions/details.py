@@ -24,6 +24,9 @@ from torchvista_dash.render.style import get_theme
 from torchvista_dash.view.iogroups import io_groups
 
 MONO = {"fontFamily": "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace", "fontSize": "12px"}
+# a value cell wraps anywhere rather than running past the panel's edge (a long shape list, an extra_repr);
+# inline, so a ModelGraph in a user's app (without this package's stylesheet) wraps too
+VALUE = {**MONO, "overflowWrap": "anywhere", "whiteSpace": "pre-wrap"}
 ERROR_COLOR = get_theme("light").failed_line  # the red the figure gives failed ops and modules
 
 
@@ -97,8 +100,16 @@ def call_tensors(trace_id: str, call_id: str) -> tuple[dict[str, TensorMeta], di
 def _row(k: str, v: object) -> html.Tr:
     return html.Tr(
         [
-            html.Th(k, style={"textAlign": "left", "paddingRight": "8px", "verticalAlign": "top"}),
-            html.Td(str(v), style=MONO),
+            html.Th(
+                k,
+                style={
+                    "textAlign": "left",
+                    "paddingRight": "8px",
+                    "verticalAlign": "top",
+                    "whiteSpace": "nowrap",
+                },
+            ),
+            html.Td(str(v), style=VALUE),
         ]
     )
 

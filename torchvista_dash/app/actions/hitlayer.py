@@ -23,6 +23,7 @@ from typing import Any
 from dash import Patch, no_update
 
 from torchvista_dash.app.traces import state
+from torchvista_dash.app.traces.page_state import PageState
 from torchvista_dash.layout.types import Box
 from torchvista_dash.model.options import DrawOptions
 from torchvista_dash.render import hits, viewport
@@ -110,20 +111,17 @@ def patch(
     return _cull_patch(state.drawn_figure(trace_id, spec, draw).figure.get("data", []), ranges, rev, fig)
 
 
-def renew(
-    relayout: dict[str, Any] | None, data: dict[str, Any] | None, record: Hits | None
-) -> tuple[Any, Any]:
+def renew(relayout: dict[str, Any] | None, page: PageState | None, record: Hits | None) -> tuple[Any, Any]:
     """The answer to a relayout event (``relayout``) or to a new store (``relayout`` None: the figure just
     sent, at the store's ranges): (figure Patch, hits record), or no_update for both when the bars the
     browser holds cover the view."""
-    if not data or data.get("pending") or "trace" not in data:
+    if page is None or page.pending:
         return no_update, no_update
-    rev = int(data.get("rev", 0))
+    rev = page.rev
     if record and record.get("all") and record.get("rev") == rev:
         return no_update, no_update  # a small view: every bar is there
-    tid = data["trace"]
-    spec, draw = state.spec_from_store(data), state.draw_from_store(data)
-    ranges = data["ranges"]
+    tid, spec, draw = page.trace, page.spec, page.draw
+    ranges = page.ranges
     if relayout:
         ranges = state.ranges_from_relayout(
             relayout, ranges, state.full_ranges(state.layout_of(tid, spec, draw.rankdir))

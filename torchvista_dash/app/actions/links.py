@@ -11,14 +11,14 @@ A view that is a depth's view is just ``depth=N``. Untrusted text: every id is c
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 from urllib.parse import urlencode
 
+from torchvista_dash.app.traces.page_state import PageState
 from torchvista_dash.model.graph import Graph
 from torchvista_dash.view import build as view_mod
 from torchvista_dash.view.types import ViewSpec
 
-PAGE_KEYS = ("trace", "demo", "file")  # which trace a page shows (server.py)
+PAGE_KEYS = ("trace", "demo", "file", "root")  # which trace a page shows (server.py), or one module of it
 VIEW_KEYS = ("open", "close", "unfold", "pin")
 MAX_IDS = 2000  # ids per list in an address (a huge view is refused, not parsed)
 _DRAW_KEYS = ("theme", "rankdir", "color_by")
@@ -31,20 +31,18 @@ def _ids(text: str | None) -> frozenset[str]:
     return frozenset(items)
 
 
-def _base(graph: Graph, depth: int | None, fold: bool, params: bool) -> ViewSpec:
+def base_view(graph: Graph, depth: int | None, fold: bool, params: bool) -> ViewSpec:
     if depth is None:
         return view_mod.expand_everything(graph, fold_repeats=fold, show_params=params)
     return view_mod.make_spec(graph, depth=depth, fold_repeats=fold, show_params=params)
 
 
-def view_query(graph: Graph, data: Mapping[str, Any]) -> dict[str, str]:
-    """The address's view part for a ModelGraph's store (see the module docstring)."""
-    from torchvista_dash.app.traces.state import spec_from_store
-
-    spec = spec_from_store(dict(data))
+def view_query(graph: Graph, page: PageState) -> dict[str, str]:
+    """The address's view part for a ModelGraph's state (see the module docstring)."""
+    spec = page.spec
     out: dict[str, str] = {}
     for key in _DRAW_KEYS:
-        value = data.get(key)
+        value = getattr(page.draw, key)
         if value and value != {"theme": "light", "rankdir": "TB"}.get(key):
             out[key] = str(value)
     if not spec.fold_repeats:
@@ -57,7 +55,7 @@ def view_query(graph: Graph, data: Mapping[str, Any]) -> dict[str, str]:
             out["depth"] = str(depth)
         return out
     out["depth"] = "1"  # the base the differences are from, whatever the app's default
-    base = _base(graph, 1, spec.fold_repeats, spec.show_params)
+    base = base_view(graph, 1, spec.fold_repeats, spec.show_params)
     diffs = {
         "open": spec.expanded - base.expanded,
         "close": base.expanded - spec.expanded,
@@ -68,13 +66,14 @@ def view_query(graph: Graph, data: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def page_search(current: str | None, graph: Graph, data: Mapping[str, Any]) -> str:
-    """The address for the page now: its page keys kept from ``current``, the view from the store."""
+def page_search(current: str | None, graph: Graph, page: PageState) -> str:
+    """The address for the page now: its page keys kept from ``current``, the view from the page's state."""
     from urllib.parse import parse_qs
 
     query = parse_qs((current or "").lstrip("?"))
     keep = {k: query[k][0] for k in PAGE_KEYS if k in query}
-    return "?" + urlencode({**keep, **view_query(graph, data)})
+    marks = {f"b{digit}": text for digit, text in page.bookmarks}  # Shift+1-9 (keys.py)
+    return "?" + urlencode({**keep, **view_query(graph, page), **marks})
 
 
 def spec_from_query(
@@ -84,7 +83,7 @@ def spec_from_query(
     if not any(k in query for k in VIEW_KEYS):
         return None
     texts = {k: query[k][0] if query.get(k) else "" for k in VIEW_KEYS}
-    base = _base(graph, depth, fold, params)
+    base = base_view(graph, depth, fold, params)
     spec = ViewSpec(
         expanded=(base.expanded | _ids(texts["open"])) - _ids(texts["close"]),
         fold_repeats=fold,

@@ -11,6 +11,7 @@ pattern-matching ids, go on an app by ``install(app)``, or, in a user's app that
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -23,10 +24,12 @@ from torchvista_dash.app.actions.search import browse
 from torchvista_dash.app.component.ids import ids as _ids
 from torchvista_dash.app.http import picture_routes
 from torchvista_dash.app.traces import firstview, progress, registry, state
+from torchvista_dash.app.traces.page_state import PageState
 from torchvista_dash.model.graph import Graph
 from torchvista_dash.model.options import (
     DEFAULT_NODE_BUDGET,
     EVERYTHING,
+    REACH_MODES,
     THEMES,
     DrawOptions,
     ViewOptions,
@@ -37,7 +40,28 @@ from torchvista_dash.traced import Trace
 from torchvista_dash.view import build as view_mod
 from torchvista_dash.view.types import ViewSpec
 
+try:  # key events come from a maintained component library (no JavaScript of our own); Python 3.11+
+    from dash_extensions import EventListener
+except ImportError:  # pragma: no cover - without it the page has no shortcuts; clicks and controls still work
+    EventListener = None
+HAS_KEYS = EventListener is not None
+
 APP_RANKDIRS = ("TB", "LR")  # the toolbar's directions
+REACH_LABELS = {
+    "step": "inputs and outputs",
+    "up": "all upstream",
+    "down": "all downstream",
+    "all": "all connected",
+}
+# what a key event tells the server: the key, its modifiers, and where it was typed (a text field's own)
+KEY_EVENTS = [
+    {
+        "event": "keydown",
+        "props": ["key", "code", "shiftKey", "ctrlKey", "metaKey", "altKey", "target.tagName"],
+    }
+]
+# a press on the plot: whether Shift was held (plotly's clickData does not say); it comes before the click
+POINTER_EVENTS = [{"event": "pointerdown", "props": ["shiftKey"]}]
 # The mode bar keeps the tools that mean something on a graph of boxes: zoom and pan modes, zoom in/out and
 # "reset" (back to the whole view). No selection tools (nothing to select), no autoscale (the same as reset
 # here), no camera (the export buttons draw the whole view, not the visible part), no share link.
@@ -90,6 +114,23 @@ def color_by_control(cid: dict[str, Any], graph: Graph, value: str | None) -> dc
     )
 
 
+def find_field(aio_id: Any, shown: bool, turn: int = 0) -> html.Div | html.Span | html.P:
+    """The find box: hidden, or shown with the cursor in it. A text field takes the focus only when it is
+    mounted (``autoFocus``), so each opening wraps it in another element than the last (React mounts it
+    anew) and no JavaScript of our own is needed."""
+    field = dcc.Input(
+        id=_ids.find(aio_id),
+        type="text",
+        debounce=False,  # its value is read (State) when Enter is pressed: always the text typed
+        autoFocus=shown,
+        placeholder="Find… (Enter: first match, N / Shift+N: next / previous)",
+        style={"width": "320px"} if shown else {"display": "none"},
+    )
+    if not shown:
+        return html.Span(field)
+    return html.Div(field) if turn % 2 else html.P(field, style={"margin": "0"})
+
+
 def _label(text: str) -> html.Span:
     """Toolbar option text in a grey that reads on both themes (Dash's own label colour is fixed)."""
     return html.Span(text, style={"color": "#8a94a6"})
@@ -102,9 +143,11 @@ class ModelGraph(html.Div):
     ``height``: CSS height of the plot. Options, by name (``options.ViewOptions``/``DrawOptions``): ``depth``
     (module levels open at first, ``None``: every op), ``theme`` ("light", "dark"), ``rankdir`` ("TB", "LR"),
     ``fold_repeats``, ``show_params``, ``labels``, ``details``; or whole ``view=``/``draw=`` objects;
-    ``spec``: an exact first view (``view.build.make_spec``), as a shared link names it; ``app``: the Dash app
-    it is shown in, whose picture route serves its first figure's pictures (``torchvista_dash.install(app)``;
-    without it they travel inside the figure). Other keywords go to the outer ``html.Div``.
+    ``spec``: an exact first view (``view.build.make_spec``), as a shared link names it; ``bookmarks``: the
+    views keys 1-9 recall (the page's address keeps them). ``root="layers.3"``: one module as its own graph.
+    ``app``: the Dash app it is shown in, whose picture route serves its first figure's pictures
+    (``torchvista_dash.install(app)``; without it they travel inside the figure). Other keywords go to the
+    outer ``html.Div``.
     """
 
     ids = _ids
@@ -118,6 +161,7 @@ class ModelGraph(html.Div):
         view: ViewOptions | None = None,
         draw: DrawOptions | None = None,
         spec: ViewSpec | None = None,
+        bookmarks: Mapping[int, str] | None = None,
         app: dash.Dash | None = None,
         **kwargs: Any,
     ) -> None:
@@ -134,6 +178,7 @@ class ModelGraph(html.Div):
             {k: kwargs.pop(k) for k in list(kwargs) if k in names}, where="ModelGraph", view=view, draw=draw
         )
         div_props = kwargs
+        trace = trace.focused(view.root)  # one module as its own graph
         if draw.rankdir not in APP_RANKDIRS:
             raise ValueError(f"rankdir must be 'TB' or 'LR' in the app, not {draw.rankdir!r}")
         if draw.color_by is not None and not isinstance(draw.color_by, str):
@@ -166,16 +211,10 @@ class ModelGraph(html.Div):
             figure = firstview.placeholder_figure(
                 draw.theme, f"Laying out {graph.model_name or 'the model'}…"
             )
-        store = {
-            "trace": tid,
-            **state.spec_to_store(spec),
-            **state.draw_to_store(draw),
-            "rev": 0,
-            "ranges": ranges,
-            "relayout": None,
-            "sent": [ranges],
-            **({} if ready else {"pending": True}),
-        }
+        marks = tuple(sorted((int(d), str(t)) for d, t in (bookmarks or {}).items() if 1 <= int(d) <= 9))
+        store = PageState(
+            trace=tid, spec=spec, draw=draw, ranges=ranges, pending=not ready, bookmarks=marks
+        ).to_store()
         theme, rankdir, fold_repeats, show_params = (
             draw.theme,
             draw.rankdir,
@@ -268,10 +307,46 @@ class ModelGraph(html.Div):
             style=ROW,
             className="tvd-toolbar",
         )
+        toolbar3 = html.Div(
+            [
+                html.Span("Selection:", style={"color": "#8a94a6"}, className="tvd-selection-label"),
+                dcc.Dropdown(
+                    id=_ids.reach(aio_id),
+                    options=[{"label": REACH_LABELS[m], "value": m} for m in REACH_MODES],
+                    value=draw.reach,
+                    clearable=False,
+                    searchable=False,
+                    style={"width": "200px"},
+                    className="tvd-reach",
+                ),
+                dcc.Dropdown(
+                    id=_ids.path_to(aio_id),
+                    options=browse(graph),
+                    placeholder="Path from the selection to… (or Shift+click a box)",
+                    searchable=True,
+                    clearable=True,
+                    style={"minWidth": "340px", "flex": "1"},
+                    className="tvd-path-to",
+                ),
+                html.Button(
+                    "Clear selection", id=_ids.clear(aio_id), n_clicks=0, style=BUTTON, className="tvd-clear"
+                ),
+                html.Div(find_field(aio_id, shown=False), id=_ids.find_box(aio_id), className="tvd-find"),
+            ],
+            style=ROW,
+            className="tvd-toolbar",
+        )
         plot = dcc.Graph(id=_ids.graph(aio_id), figure=figure, style={"height": height}, config=PLOT_CONFIG)
         body = html.Div(
             [
-                html.Div(plot, style={"flex": "1", "minWidth": "0"}),
+                html.Div(
+                    EventListener(
+                        html.Div(plot), id=_ids.pointer(aio_id), events=POINTER_EVENTS, useCapture=True
+                    )
+                    if EventListener is not None
+                    else plot,
+                    style={"flex": "1", "minWidth": "0"},
+                ),
                 html.Div(
                     details(tid, draw.highlight),
                     id=_ids.details(aio_id),
@@ -317,10 +392,12 @@ class ModelGraph(html.Div):
                 id=_ids.first_view(aio_id), interval=firstview.TICK_MS, max_intervals=1, disabled=ready
             ),
             html.Div(
-                [toolbar, toolbar2], className="tvd-toolbars"
+                [toolbar, toolbar2, toolbar3], className="tvd-toolbars"
             ),  # one wrapped row on a narrow page (tvd.css)
             body,
             dcc.Store(id=_ids.store(aio_id), data=store),
+            # keys anywhere on the page (not in a text field): shortcuts, and Shift held while clicking
+            *([EventListener(id=_ids.keys(aio_id), events=KEY_EVENTS)] if EventListener is not None else []),
             dcc.Store(id=_ids.hits(aio_id), data=hits),
             dcc.Store(
                 id=_ids.selected(aio_id), data=selection(tid, draw.highlight) if draw.highlight else None

@@ -37,6 +37,13 @@ SUBCOMPONENTS = (
     "progress_poll",
     "first_view",
     "hits",
+    "reach",
+    "path_to",
+    "clear",
+    "keys",
+    "find",
+    "find_box",
+    "pointer",
     "first_nonfinite",
 )
 
@@ -82,5 +89,16 @@ class ids:  # noqa: N801 - the Dash All-in-One convention: ModelGraph.ids.graph(
     first_view = staticmethod(lambda aio_id: make("first_view", aio_id))
     # what the figure's hit bars cover (app/actions/hitlayer.py)
     hits = staticmethod(lambda aio_id: make("hits", aio_id))
+    # what a selection lights (view/reach.py): how far, a path to another box, and clearing it
+    reach = staticmethod(lambda aio_id: make("reach", aio_id))
+    path_to = staticmethod(lambda aio_id: make("path_to", aio_id))
+    clear = staticmethod(lambda aio_id: make("clear", aio_id))
+    # key presses on the page, and presses on the plot (dash_extensions.EventListener): shortcuts, and
+    # Shift held while clicking a box (a path)
+    keys = staticmethod(lambda aio_id: make("keys", aio_id))
+    pointer = staticmethod(lambda aio_id: make("pointer", aio_id))
+    # the find box ("/" opens it, focused): its text field, and the box that holds it
+    find = staticmethod(lambda aio_id: make("find", aio_id))
+    find_box = staticmethod(lambda aio_id: make("find_box", aio_id))
     # the "first NaN/Inf" button of a value trace: opens, selects and centres where NaN/Inf first appears
     first_nonfinite = staticmethod(lambda aio_id: make("first_nonfinite", aio_id))

@@ -27,7 +27,7 @@ from torchvista_dash.model.options import DEFAULT_DRAW, DEFAULT_VIEW, DrawOption
 from torchvista_dash.render.style import get_theme
 
 PICTURE_ID = "tvd-first-picture"
-GRAPH_TOP_PX = 130  # a ModelGraph's header, notes and two toolbar rows, above its plot (default fonts)
+GRAPH_TOP_PX = 171  # a ModelGraph's header, notes and three toolbar rows, above its plot (default fonts)
 _X_ANCHOR = {"left": 0.0, "center": 0.5, "right": 1.0}
 _Y_ANCHOR = {"top": 0.0, "middle": 0.5, "bottom": 1.0}
 _FIT = {"stretch": "fill", "contain": "contain", "fill": "cover"}

@@ -21,14 +21,14 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import dash
 from dash import ALL, Input, Output, State, dcc, html
 
-from torchvista_dash.app.actions import links
+from torchvista_dash.app.actions import keys, links
 from torchvista_dash.app.actions.details import error_text
 from torchvista_dash.app.component.component import ModelGraph
 from torchvista_dash.app.http import compress, guard, picture_routes, push
-from torchvista_dash.app.server import bring, firstpaint
+from torchvista_dash.app.server import bring, firstpaint, focusing
 from torchvista_dash.app.server.gallery import Gallery, demo_gallery
 from torchvista_dash.app.server.install import install
-from torchvista_dash.app.traces import firstview, registry, state
+from torchvista_dash.app.traces import firstview, page_state, registry, state
 from torchvista_dash.model.options import option_names, options_from_text, split_options
 from torchvista_dash.render import plotlyjs
 from torchvista_dash.traced import Trace
@@ -94,6 +94,8 @@ def _page(
     if isinstance(target, str):
         return error_text(target) if gallery is not None and gallery.key in query else html.Div(target)
     trace, aio_id = target
+    root = options.pop("root", None)
+    trace = trace.focused(root)  # the ids of the view's address are the focused graph's
     spec = links.spec_from_query(
         trace.graph,
         query,
@@ -101,7 +103,9 @@ def _page(
         options.get("fold_repeats", True),
         options.get("show_params", False),
     )
-    return ModelGraph(trace, id=aio_id, spec=spec, app=app, **options)
+    marks = {int(k[1:]): query[k][0] for k in keys.BOOKMARK_KEYS if query.get(k)}
+    graph = ModelGraph(trace, id=aio_id, spec=spec, bookmarks=marks, app=app, **options)
+    return html.Div([focusing.bar(query, root), graph])
 
 
 GALLERY_BAR_PX = 46  # the gallery's model dropdown above the ModelGraph
@@ -119,8 +123,8 @@ def _first_picture(
         options = _query_options(query, options)
         target = _target(query, traces, gallery)
         if isinstance(target, str) or any(
-            k in query for k in links.VIEW_KEYS
-        ):  # a linked view: drawn by Dash
+            k in query for k in (*links.VIEW_KEYS, "root")
+        ):  # a linked view, or one module of the model: drawn by Dash
             return ""
         tid = registry.register(target[0])
         top = firstpaint.GRAPH_TOP_PX + (GALLERY_BAR_PX if gallery is not None else 0)
@@ -348,13 +352,16 @@ def make_app(
         prevent_initial_call=True,
     )
     def remember(stores: list[dict[str, Any]] | None, search: str | None) -> Any:
-        if not stores or not stores[0] or "trace" not in stores[0]:
+        if not stores or not stores[0]:
             return dash.no_update, dash.no_update
         try:
-            new = links.page_search(search, registry.get(stores[0]["trace"]).graph, stores[0])
-        except Exception:  # the address is a convenience: never break the page over it
+            page = page_state.load(stores[0])
+            new = links.page_search(search, registry.get(page.trace).graph, page)
+        except Exception:  # the address is a convenience: never break the page over it (the view says why)
             return dash.no_update, dash.no_update
         return (dash.no_update, dash.no_update) if new == (search or "") else (new, new)
+
+    focusing.register(app)
 
     # lay out and draw the default page's first view now (figure, and picture when on), so the first browser
     # finds them cached

@@ -2,7 +2,7 @@
 
 Each stage is a pure function of the store, cached in the trace's registry entry (registry.py), so two tabs
 on one graph never interfere, repeated views cost nothing and evicting a trace frees all of it. The store
-itself (store.py), the on-screen geometry (viewport.py) and the background work (precompute.py) are their
+itself (page_state.py), the on-screen geometry (viewport.py) and the background work (precompute.py) are their
 own modules; their names are re-exported here because the callbacks use them together.
 """
 
@@ -12,12 +12,6 @@ from dataclasses import replace
 from typing import Any
 
 from torchvista_dash.app.traces import pictures, progress, registry, sharing
-from torchvista_dash.app.traces.page_state import (
-    draw_from_store,
-    draw_to_store,
-    spec_from_store,
-    spec_to_store,
-)
 from torchvista_dash.app.traces.precompute import Precomputer
 from torchvista_dash.layout import layout_view, reporting
 from torchvista_dash.layout.types import Layout
@@ -47,8 +41,6 @@ __all__ = [
     "anchor_of",
     "box_of",
     "centre_on",
-    "draw_from_store",
-    "draw_to_store",
     "drawn_figure",
     "drawn_spec",
     "figure_with_ranges",
@@ -62,8 +54,6 @@ __all__ = [
     "precomputer",
     "ranges_from_relayout",
     "shift",
-    "spec_from_store",
-    "spec_to_store",
     "start_ranges",
     "uirevision",
     "visible",

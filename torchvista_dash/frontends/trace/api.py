@@ -28,7 +28,7 @@ from torchvista_dash.frontends.trace.recorder import Recorder
 from torchvista_dash.frontends.trace.rejected import rejected_call
 from torchvista_dash.frontends.trace.state import ModelState, quiet_lazy_init
 from torchvista_dash.frontends.trace.structure import bind_arg_names, check_inputs, iter_tensors
-from torchvista_dash.frontends.trace.values import summarize_all
+from torchvista_dash.frontends.trace.values import Summarizer
 from torchvista_dash.model.graph import ErrorInfo, Graph
 
 
@@ -86,7 +86,7 @@ def _trace(
     if flops:
         rec.meter = FlopMeter(_device_types(model, args, kw))
     if values:
-        rec.summarize = summarize_all
+        rec.summarize = Summarizer()
     state = ModelState(model, named)
     error: BaseException | None = None
     result: Any = None

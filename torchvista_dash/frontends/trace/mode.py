@@ -77,6 +77,8 @@ class RecordingMode(TorchFunctionMode):
             info = func_info(func)
         if (info[4] or (kwargs and "out" in kwargs)) and rec.queue:
             rec.flush()  # it may change a queued tensor: record the queue as it stands
+        if rec.summarize is not None and (info[4] or (kwargs and ("out" in kwargs or kwargs.get("inplace")))):
+            rec.summarize.forget()  # what it writes into may be viewed by a tensor already summarised
         meter = rec.meter
         flops = 0
         try:
@@ -114,7 +116,14 @@ class RecordingMode(TorchFunctionMode):
         if list in map(type, args) or (kwargs and list in map(type, kwargs.values())):
             args, kwargs = _snapshot(args, kwargs)
         # values=True: the outputs' values now, before a later op can write into them (values.py)
-        summary = None if rec.summarize is None else rec.summarize(args[0] if kept is None else kept)
+        summary = None
+        if rec.summarize is not None:
+            if kept is None:  # written in place (``__setitem__``): its values now
+                summary = rec.summarize(args[0])
+            else:
+                summary = rec.summarize(
+                    kept, info[0], args[0] if args and isinstance(args[0], _Tensor) else None
+                )
         queue.append((0, func, args, kwargs, kept, None, flops, rec.source(_getframe(1)), info, summary))
         rec.held += held
         if rec.held > MAX_HELD or len(queue) >= MAX_EVENTS:

@@ -122,7 +122,7 @@ def _css(th: Theme, width: float, kinds: set[tuple[str, bool]]) -> str:
         f".c{{fill:{th.cluster_fill};stroke:{th.cluster_line};stroke-width:1px}}",
         f".cf{{fill:none;stroke:{th.failed_line};stroke-width:2px}}",
         f".e{{fill:none;stroke:{th.edge};stroke-width:1.2px}}.ep{{stroke-dasharray:2 3}}",
-        f".a{{fill:{th.edge};stroke:none}}",
+        f".a{{fill:{th.edge};stroke:none}}.ef,.af,.fd{{opacity:{FADED_OPACITY}}}",
         "rect,path,polygon{vector-effect:non-scaling-stroke}",
     ]
     for kind, failed in sorted(kinds):
@@ -182,19 +182,36 @@ def _shape(cv: _Canvas, shape: str, box: Box, cls: str, style: str = "") -> str:
 # The picture's layers, bottom to top: (how a tile joins its elements, the class of a joined path).
 LAYER_KINDS: tuple[tuple[str, str], ...] = (
     ("elem", ""),  # clusters
+    ("path", "e ef"),  # edges dimmed around a selection (paint.faded)
+    ("path", "a af"),  # their arrows
     ("path", "e"),  # edges
     ("path", "e ep"),  # parameter edges
-    ("elem", ""),  # edges of their own width (colour by bytes)
+    ("elem", ""),  # edges of their own width or colour (colour by bytes, a selection's edges)
     ("path", "a"),  # arrows
-    ("elem", ""),
-    ("elem", ""),
-    ("elem", ""),
-    ("elem", ""),
-    ("elem", ""),  # boxes, edge labels, labels,
-)  # headers, overview labels
-_CLUSTERS, _EDGES, _PARAM_EDGES, _WIDE_EDGES, _ARROWS, _BOXES, _EDGE_LABELS, _LABELS, _HEADS, _OVERVIEW = (
-    range(10)
+    ("elem", ""),  # arrows of their own colour
+    ("elem", ""),  # boxes
+    ("elem", ""),  # edge labels
+    ("elem", ""),  # labels
+    ("elem", ""),  # headers
+    ("elem", ""),  # overview labels
 )
+(
+    _CLUSTERS,
+    _FADED_EDGES,
+    _FADED_ARROWS,
+    _EDGES,
+    _PARAM_EDGES,
+    _WIDE_EDGES,
+    _ARROWS,
+    _LIT_ARROWS,
+    _BOXES,
+    _EDGE_LABELS,
+    _LABELS,
+    _HEADS,
+    _OVERVIEW,
+) = range(13)
+LIT_EDGE_PX = 2.6  # a selection's edges, drawn over the rest in the theme's highlight colour
+FADED_OPACITY = 0.2  # what is not part of a selection's reach, drawn faint behind it
 
 
 class Piece(NamedTuple):
@@ -236,7 +253,8 @@ def _items(
             f'rx="{_n(CLUSTER_RADIUS)}"'
         )
         grown = (x0 - 2, y0 - 2, x1 + 2, y1 + 2)  # outline strokes reach past the box
-        layers[_CLUSTERS].append((grown, f'<rect {geo} class="c"/>'))
+        faded = " fd" if cl.id in paint.faded else ""
+        layers[_CLUSTERS].append((grown, f'<rect {geo} class="c{faded}"/>'))
         if cl.failed:
             layers[_CLUSTERS].append((grown, f'<rect {geo} class="cf"/>'))
         if cl.id in paint.clusters:
@@ -251,31 +269,50 @@ def _items(
                     (
                         (x0, y1 - HEADER_BASE - 6, x1, y1),
                         f'<text x="{cv.x(x0 + HEADER_INSET)}" y="{cv.y(y1 - HEADER_BASE)}" '
-                        f'class="h{" hf" if cl.failed else ""}">{e(text)}</text>',
+                        f'class="h{" hf" if cl.failed else ""}{faded}">{e(text)}</text>',
                     )
                 )
     kind_of = {n.id: n.kind for n in vg.nodes}
+    focused = bool(paint.faded or paint.lit_edges)
+    lit = html.escape(paint.lit_colour or th.highlight)
     for ed in layout.edges:
         if not ed.points:
             continue
         b = _bbox(ed.points)
         grown = (b[0] - 2, b[1] - 2, b[2] + 2, b[3] + 2)
-        width = paint.edge_widths.get((ed.src, ed.dst))
-        if width is not None:  # its own element: the edges of one layer are joined into one path per tile
+        key = (ed.src, ed.dst)
+        width = paint.edge_widths.get(key)
+        is_lit = key in paint.lit_edges
+        head = shapes.arrowhead(ed.points)
+        if (
+            is_lit or width is not None
+        ):  # its own element: the edges of one layer are joined into one path per tile
+            width = max(width or 0.0, LIT_EDGE_PX) if is_lit else width
+            assert width is not None
             pad = width / 2 + 1
+            colour = f";stroke:{lit}" if is_lit else ""
+            cls = "e ef" if focused and not is_lit else "e"
             layers[_WIDE_EDGES].append(
                 (
                     (b[0] - pad, b[1] - pad, b[2] + pad, b[3] + pad),
-                    f'<path d="{cv.path(ed.points, False)}" class="e" style="stroke-width:{_n(width)}px"/>',
+                    f'<path d="{cv.path(ed.points, False)}" class="{cls}" '
+                    f'style="stroke-width:{_n(width)}px{colour}"/>',
                 )
             )
+        elif focused:
+            layers[_FADED_EDGES].append((grown, cv.path(ed.points, False)))
         else:
             layer = _PARAM_EDGES if kind_of.get(ed.src) in ("parameter", "constant") else _EDGES
             layers[layer].append((grown, cv.path(ed.points, False)))
-        head = shapes.arrowhead(ed.points)
         if head:
             hb = _bbox(head)
-            layers[_ARROWS].append(((hb[0] - 1, hb[1] - 1, hb[2] + 1, hb[3] + 1), cv.path(head, True)))
+            hbox = (hb[0] - 1, hb[1] - 1, hb[2] + 1, hb[3] + 1)
+            if is_lit:
+                layers[_LIT_ARROWS].append(
+                    (hbox, f'<path d="{cv.path(head, True)}" class="a" style="fill:{lit}"/>')
+                )
+            else:
+                layers[_FADED_ARROWS if focused else _ARROWS].append((hbox, cv.path(head, True)))
     if labels and details:
         for (bx0, by0, bx1, by1), ed in edge_labels(layout.edges, Boxes(150.0, layout.nodes.values()), heads):
             lx, ly = ed.label_pos or (0.0, 0.0)
@@ -294,9 +331,10 @@ def _items(
         k = _kind_class(vn.kind, vn.failed)
         shape = SHAPES.get(vn.kind, "rect")
         bp = paint.boxes.get(vn.id)
-        elem = _shape(cv, shape, box, k, "" if bp is None else _style(bp))
+        fd = " fd" if vn.id in paint.faded else ""
+        elem = _shape(cv, shape, box, k + fd, "" if bp is None else _style(bp))
         if shape == "double":
-            elem += _shape(cv, "rect", shapes.inset(box), k + "i")
+            elem += _shape(cv, "rect", shapes.inset(box), k + "i" + fd)
         layers[_BOXES].append((grown, elem))
         if not labels:
             continue
@@ -310,14 +348,14 @@ def _items(
             layers[_LABELS].append(
                 (
                     box,
-                    f'<text x="{cx}" y="{cv.y(cy + SUB_PT * 0.6)}" class="t {lod} {k}t"{tstyle}>'
+                    f'<text x="{cx}" y="{cv.y(cy + SUB_PT * 0.6)}" class="t {lod} {k}t{fd}"{tstyle}>'
                     f'{e(main)}</text><text x="{cx}" y="{cv.y(cy - LABEL_PT * 0.65)}" '
-                    f'class="s {k}t"{tstyle}>{e(sub)}</text>',
+                    f'class="s {k}t{fd}"{tstyle}>{e(sub)}</text>',
                 )
             )
         elif main:
             layers[_LABELS].append(
-                (box, f'<text x="{cx}" y="{cv.y(cy)}" class="t {lod} {k}t"{tstyle}>{e(main)}</text>')
+                (box, f'<text x="{cx}" y="{cv.y(cy)}" class="t {lod} {k}t{fd}"{tstyle}>{e(main)}</text>')
             )
     rules: Callable[[float], str] = lambda vw: ""  # noqa: E731
     if labels:
