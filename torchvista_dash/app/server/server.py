@@ -169,9 +169,18 @@ class _App(dash.Dash):
         self.host_guard = guard.HostGuard(server.wsgi_app, allowed_hosts)
         server.wsgi_app = self.host_guard  # type: ignore[method-assign]
         self._first_picture = first_picture
+        self._setup_lock = threading.Lock()
         install(self)  # the picture route, request watching, the ModelGraph callbacks at the first request
         # a click's figure: 2.5 MB of JSON at 80 layers, 0.17 gzipped
         server.after_request(compress.gzip_json)
+
+    def _setup_server(self) -> None:
+        """Dash's once-per-process setup, run before every request, with the threads of a worker waiting for
+        it: Dash marks it done as it starts, then builds the layout (seconds for a big view) before it knows
+        its script files, and a page's script asked meanwhile on another thread is refused (HTTP 500, a page
+        stuck on its first picture)."""
+        with self._setup_lock:
+            super()._setup_server()
 
     def interpolate_index(self, **kwargs: Any) -> str:  # type: ignore[override]  # Dash passes keywords
         from flask import has_request_context, request
