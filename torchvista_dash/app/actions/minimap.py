@@ -90,9 +90,7 @@ def figure(
     return {"data": [_cells(full)], "layout": layout}
 
 
-def moved(
-    trace_id: str, spec: ViewSpec, draw: DrawOptions, ranges: Ranges, *, reset: bool = False
-) -> Any:
+def moved(trace_id: str, spec: ViewSpec, draw: DrawOptions, ranges: Ranges, *, reset: bool = False) -> Any:
     """A Patch moving the visible area's rectangle to ``ranges`` (and, after a box dragged on the minimap,
     its own axes back to the whole view)."""
     fig: Any = Patch()
