@@ -246,3 +246,61 @@ def test_style_rules_typed_in_the_page_colour_the_boxes(page: Any, gallery_url: 
     page.press(css_id(G, "style"), "Enter")
     notes = page.locator(css_id(G, "notes"))
     notes.get_by_text("must start with 're:'", exact=False).wait_for(timeout=20_000)
+
+
+def _minimap_rect(page: Any) -> dict[str, float]:
+    return page.evaluate(
+        "(d) => { const gd = document.getElementById(d).querySelector('.js-plotly-plot');"
+        " const s = gd.layout.shapes[0]; return {x0: s.x0, x1: s.x1, y0: s.y0, y1: s.y1}; }",
+        graph_dom_id(G, "minimap"),
+    )
+
+
+def _minimap_xy(page: Any, x: float, y: float) -> tuple[float, float]:
+    """Page coordinates of a point of the view on the minimap (plotly's own axis mapping)."""
+    xy = page.evaluate(
+        "(a) => { const gd = document.getElementById(a[0]).querySelector('.js-plotly-plot');"
+        " const fl = gd._fullLayout, r = gd.getBoundingClientRect();"
+        " return [r.left + fl._size.l + fl.xaxis.l2p(a[1]), r.top + fl._size.t + fl.yaxis.l2p(a[2])]; }",
+        [graph_dom_id(G, "minimap"), x, y],
+    )
+    return float(xy[0]), float(xy[1])
+
+
+def test_the_minimap_shows_where_the_view_is_and_moves_it(page: Any, gallery_url: str) -> None:
+    open_demo(page, gallery_url, "gpt&depth=-1&fold_repeats=0")  # tall: it starts at its top
+    full = full_ranges(page)
+    start = displayed_ranges(page, G)
+    rect = _minimap_rect(page)
+    assert abs(rect["y1"] - max(start[1])) < 2 and abs(rect["x0"] - min(start[0])) < 2  # the visible area
+    page.screenshot(path="/tmp/nav-minimap.png")
+
+    low = full[1][0] + 0.1 * (full[1][1] - full[1][0])  # near the bottom of the whole view
+    mid_x = (full[0][0] + full[0][1]) / 2
+    page.mouse.click(*_minimap_xy(page, mid_x, low))
+    _wait(
+        page,
+        lambda: abs(sum(displayed_ranges(page, G)[1]) / 2 - low) < 0.06 * (full[1][1] - full[1][0]),
+        "a click on the minimap centres the view there",
+    )
+    wait_settled(page, G)
+    moved = _minimap_rect(page)
+    assert moved["y0"] < rect["y0"] - 100, (rect, moved)  # the rectangle followed
+
+    top = full[1][1] - 0.05 * (full[1][1] - full[1][0])
+    box = page.locator(css_id(G, "minimap")).bounding_box()
+    a = (box["x"] + 20, _minimap_xy(page, mid_x, top)[1])
+    b = (box["x"] + box["width"] - 20, _minimap_xy(page, mid_x, top - 0.2 * (full[1][1] - full[1][0]))[1])
+    page.mouse.move(*a)
+    page.mouse.down()
+    page.mouse.move((a[0] + b[0]) / 2, (a[1] + b[1]) / 2, steps=4)
+    page.mouse.move(*b, steps=4)
+    page.mouse.up()
+    _wait(page, lambda: max(displayed_ranges(page, G)[1]) > top - 40, "a box dragged on it is shown")
+    wait_settled(page, G)
+    page.screenshot(path="/tmp/nav-minimap-dragged.png")
+
+    before = _minimap_rect(page)
+    page.mouse.move(450, 500)
+    page.mouse.wheel(0, -400)  # the user's own zoom: the rectangle follows it too
+    _wait(page, lambda: _minimap_rect(page) != before, "the minimap follows a zoom")

@@ -114,13 +114,17 @@ def centred(ranges: Ranges, point: Any) -> Ranges | None:
     return state.shift(ranges, x - mx, y - my)
 
 
-def dragged(relayout: dict[str, Any] | None) -> Ranges | None:
-    """The box a drag on the minimap drew (plotly's zoom there), or None for any other relayout."""
+def dragged(relayout: dict[str, Any] | None, ranges: Ranges) -> Ranges | None:
+    """The box a drag on the minimap drew (plotly's zoom there; a drag along one axis only keeps the other
+    axis of ``ranges``), or None for any other relayout."""
     if not relayout:
         return None
-    try:
-        xs = [float(relayout["xaxis.range[0]"]), float(relayout["xaxis.range[1]"])]
-        ys = [float(relayout["yaxis.range[0]"]), float(relayout["yaxis.range[1]"])]
-    except (KeyError, TypeError, ValueError):
-        return None
-    return [sorted(xs), sorted(ys)]
+    out: list[list[float]] = [list(ranges[0]), list(ranges[1])]
+    found = False
+    for i, axis in enumerate(("xaxis", "yaxis")):
+        try:
+            out[i] = sorted([float(relayout[f"{axis}.range[0]"]), float(relayout[f"{axis}.range[1]"])])
+            found = True
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out if found else None
