@@ -124,3 +124,29 @@ def test_the_gallery_has_an_exported_program_demo(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_a_program_returning_a_librarys_type_names_the_import_it_needs(tmp_path: Path) -> None:
+    """A Hugging Face program's output is a transformers model-output class: a fresh process that has not
+    imported transformers cannot read it, and is told which module to import; `--import` it and it reads."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64, n_positions=16)).eval()
+    ids = torch.randint(0, 64, (1, 4))
+    path = tmp_path / "gpt2.pt2"
+    torch.export.save(torch.export.export(model, (), {"input_ids": ids, "use_cache": False}), path)
+    run = [sys.executable, "-m", "torchvista_dash", "export", str(path), "-o", str(tmp_path / "g.svg")]
+    without = subprocess.run(run, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert without.returncode == 2
+    assert without.stderr.strip() == (
+        "error: gpt2.pt2 returns or takes a transformers.modeling_outputs.CausalLMOutputWithCrossAttentions, "
+        "a type this Python process does not know yet: import transformers.modeling_outputs first "
+        "(in Python: import transformers.modeling_outputs; on the command line: "
+        "--import transformers.modeling_outputs), then load the file again"
+    )
+    with_import = subprocess.run(
+        [*run, "--import", "transformers.modeling_outputs"], capture_output=True, text=True, timeout=300
+    )
+    assert with_import.returncode == 0, with_import.stderr
+    assert "GPT2LMHeadModel" in (tmp_path / "g.svg").read_text()

@@ -291,6 +291,7 @@ def _serve(ns: argparse.Namespace) -> int:
             print(f"warning: skipping {line}", file=sys.stderr)
         options.update(gallery=gallery, title=gallery.title)
     else:
+        _import_modules(ns)
         trace = resolve_target(ns.target, ns.allow_pickle, values=ns.values)
         err = trace.graph.error
         if err is not None:
@@ -360,6 +361,7 @@ def _export(ns: argparse.Namespace) -> int:
         raise CLIError(str(exc)) from None
     if not out.parent.exists():
         raise CLIError(f"the folder {out.parent} does not exist; create it first")
+    _import_modules(ns)
     trace = resolve_target(ns.target, ns.allow_pickle, values=ns.values)
     if fmt != "json":
         _check_settings()
@@ -396,6 +398,7 @@ def _export(ns: argparse.Namespace) -> int:
 def _diff(ns: argparse.Namespace) -> int:
     from torchvista_dash.compare import compare
 
+    _import_modules(ns)
     values = getattr(ns, "values", False)
     a = resolve_target(ns.a, ns.allow_pickle, values=values)
     b = resolve_target(ns.b, ns.allow_pickle, values=values)
@@ -511,6 +514,23 @@ def _pickle_option(p: argparse.ArgumentParser) -> None:
         help="open a .pt2 that holds pickled objects (loading it runs the code they name: only for files "
         "you trust)",
     )
+    p.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE before reading TARGET (repeatable): a .pt2 whose inputs or outputs are a "
+        "library's types (transformers' model outputs) needs that library imported",
+    )
+
+
+def _import_modules(ns: argparse.Namespace) -> None:
+    for name in getattr(ns, "imports", []):
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise CLIError(f"--import {name}: cannot import it ({exc})") from None
 
 
 def build_parser() -> argparse.ArgumentParser:

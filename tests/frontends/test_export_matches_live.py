@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import torch
+from support_models import SYNTHETIC, build_synthetic
 from torch import nn
 
 from torchvista_dash import from_exported, trace_model
@@ -192,3 +193,15 @@ def test_bert_exports_like_its_live_trace() -> None:
     g = _compare(BertModel(cfg).eval(), (_IDS,), {"attention_mask": torch.tensor([[1, 1, 1, 1, 1, 1, 0, 0]])})
     assert [n.name for n in g.nodes if n.kind == "input"] == ["input_ids", "attention_mask"]
     assert [n.name for n in g.nodes if n.kind == "output"] == ["last_hidden_state", "pooler_output"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    # struct_io passes a dataclass torch.export refuses as an input unless it is registered as a pytree
+    [n for n in SYNTHETIC if n != "struct_io"],
+)
+def test_the_tracers_synthetic_models_export_like_their_live_trace(name: str) -> None:
+    """Skips, a module reused, several inputs and outputs, keyword inputs, a tensor from nowhere, a parameter
+    read directly, an in-place op, BatchNorm in training mode (its buffer updates are not outputs)."""
+    model, args, kwargs = build_synthetic(name)
+    _compare(model, args, kwargs)

@@ -144,3 +144,38 @@ def test_the_same_program_gives_the_same_bytes() -> None:
 def test_from_exported_refuses_what_is_not_a_program() -> None:
     with pytest.raises(TypeError, match="from_exported needs a torch.export.ExportedProgram"):
         from_exported(_Net())
+
+
+@torch.library.custom_op("tvdtest::twice", mutates_args=())
+def _twice(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+@_twice.register_fake
+def _(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+class _Custom(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.tvdtest.twice(self.fc(x))
+
+
+def test_an_op_no_one_has_seen_draws_with_its_namespace_and_no_flops(tmp_path: object) -> None:
+    """A custom op (registered in this process, unknown to the FLOP formulas) is an op like any other, saved
+    and loaded too."""
+    from pathlib import Path
+
+    from torchvista_dash import load_trace
+
+    ep = torch.export.export(_Custom().eval(), (torch.randn(2, 4),))
+    path = Path(str(tmp_path)) / "custom.pt2"
+    torch.export.save(ep, path)
+    for g in (from_exported(ep).graph, load_trace(path).graph):
+        op = next(n for n in g.nodes if n.name == "twice")
+        assert dict(op.args)["target"] == "tvdtest.twice.default" and op.flops == 0
+        assert op.parent == "mod:(root)" and op.outputs[0].shape == (2, 4)

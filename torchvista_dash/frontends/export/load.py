@@ -107,6 +107,15 @@ def _explain(where: str, exc: BaseException, saved_torch: str | None) -> Program
             f"{where} calls {op.group(1)}, an op this Python process does not define: import the library "
             f"that registers that custom op, then load the file again"
         )
+    unknown_type = re.search(r"Deserializing ([\w.]+) in pytree is not registered", text)
+    if unknown_type:
+        dotted = unknown_type.group(1)
+        module = dotted.rpartition(".")[0] or dotted  # the module that defines (and so registers) the type
+        return ProgramLoadError(
+            f"{where} returns or takes a {dotted}, a type this Python process does not know yet: import "
+            f"{module} first (in Python: import {module}; on the command line: --import {module}), then "
+            f"load the file again"
+        )
     if re.search(r"version", text, re.IGNORECASE) and re.search(
         r"(does not match|mismatch|unsupported|incompatible|newer|older|expected)", text, re.IGNORECASE
     ):
@@ -189,13 +198,13 @@ def _captured_log() -> Iterator[list[logging.LogRecord]]:
     failed load, then raises a bare RuntimeError)."""
     loggers = [logging.getLogger(name) for name in ("torch.export", "torch._export")]
     keep = _Keep()
-    propagate = [lg.propagate for lg in loggers]
+    saved = [(lg.handlers, lg.propagate) for lg in loggers]  # torch's own handler may sit on the logger
     for lg in loggers:
-        lg.addHandler(keep)
+        lg.handlers = [keep]
         lg.propagate = False
     try:
         yield keep.records
     finally:
-        for lg, was in zip(loggers, propagate, strict=True):
-            lg.removeHandler(keep)
-            lg.propagate = was
+        for lg, (handlers, propagate) in zip(loggers, saved, strict=True):
+            lg.handlers = handlers
+            lg.propagate = propagate

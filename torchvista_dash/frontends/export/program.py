@@ -15,7 +15,8 @@ from typing import Any
 import torch
 from torch.export.graph_signature import InputKind, OutputKind
 
-from torchvista_dash.frontends.fx.read import Role, read_fx, tensor_metas
+from torchvista_dash.frontends.fx.describe import tensor_metas
+from torchvista_dash.frontends.fx.read import Role, read_fx
 from torchvista_dash.model.graph import Graph, ParamInfo
 
 NO_STACK_NOTE = (
@@ -168,8 +169,7 @@ def _leaf_names(spec: Any, path: str, *, top: bool) -> Iterator[str]:
     if spec.is_leaf():
         yield path
         return
-    sequence = spec.type in (list, tuple) or getattr(spec.type, "_fields", None) is None and not spec.context
-    if sequence and spec.type in (list, tuple):
+    if spec.type in (list, tuple):
         for i, child in enumerate(_kids(spec)):
             yield from _leaf_names(child, f"{path}[{i}]", top=False)
         return

@@ -1,5 +1,5 @@
-"""torch.fx → Graph: the reader every FX-based source shares (``read.py``, ``calls.py``, ``flops.py``), and FX
-GraphModules themselves (``module.py``: ``call_module`` nodes as module calls)."""
+"""torch.fx → Graph: the reader every FX-based source shares (``read.py``, with ``calls.py``, ``describe.py``,
+``flops.py``), and FX GraphModules themselves (``module.py``: ``call_module`` nodes as module calls)."""
 
 from __future__ import annotations
 

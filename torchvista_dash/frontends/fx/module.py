@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 
 from torchvista_dash.frontends.fx.calls import StackEntry, stack_of
+from torchvista_dash.frontends.fx.describe import default_op_name
 from torchvista_dash.frontends.fx.read import Role, read_fx
 from torchvista_dash.frontends.trace.describe import dtype_name
 from torchvista_dash.model.graph import Graph, ParamInfo, TensorMeta
@@ -66,8 +67,6 @@ def graph_of_fx(
         if node.op == "call_module":
             cls = _class_path(gm, str(node.target)).rpartition(".")[2]
             return cls.lower(), f"{node.target} ({cls}).forward"
-        from torchvista_dash.frontends.fx.read import default_op_name
-
         return default_op_name(node)
 
     res = read_fx(gm.graph, roles, stack=stack, op_name=op_name, flops=flops, owner=gm)
