@@ -10,7 +10,7 @@ from typing import Any, cast
 
 from dash import Patch, html, no_update
 
-from torchvista_dash.app.actions import hitlayer, keys, minimap, zoom
+from torchvista_dash.app.actions import hitlayer, keys, zoom
 from torchvista_dash.app.actions.details import details, selection
 from torchvista_dash.app.actions.search import search
 from torchvista_dash.app.traces import registry, state
@@ -210,16 +210,6 @@ def step(
         ranges = marked if marked is not None else state.start_ranges(layout)
     elif trigger == "fit":
         return NextView(new_spec, draw, state.full_ranges(old_layout), zoom_back)
-    elif trigger == "minimap_click":
-        moved_to = minimap.centred(ranges, value)
-        if moved_to is None:
-            return None
-        return NextView(spec, draw, moved_to)
-    elif trigger == "minimap_drag":
-        box = minimap.dragged(value, ranges)
-        if box is None:
-            return None
-        return NextView(spec, draw, box)
     elif trigger == "style":  # rules typed in the page: a bad one is said in the notes line
         draw = replace(draw, style=style_rules(value))
     elif trigger == "color_by":
@@ -283,7 +273,6 @@ class ViewAnswer:
     css_class: Any = no_update  # the ModelGraph's classes (its theme)
     hits: Any = no_update  # what the figure's hit bars cover (hitlayer.py)
     search: Any = no_update  # the search box (emptied after a chosen hit)
-    minimap: Any = no_update  # the minimap: a new one with a new view, else its visible area moved
 
     def outputs(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -344,12 +333,7 @@ def answer(
     same_theme = draw.theme == old_draw.theme
     state.precompute_neighbours(tid, spec, draw)
     depth = view_mod.depth_of(registry.get(tid).graph, spec)  # the control shows the view's state ("custom")
-    if isinstance(fig, dict):  # a new view: a new minimap
-        overview = minimap.figure(tid, spec, draw, ranges, picture_base=picture_base)
-    else:
-        overview = minimap.moved(tid, spec, draw, ranges, reset=trigger == "minimap_drag")
     return ViewAnswer(
-        minimap=overview,
         figure=fig,
         store=new_page.to_store(),
         notes=no_update if same_notes else [html.Div(n) for n in new_notes],

@@ -20,7 +20,7 @@ from typing import Any
 import dash
 from dash import MATCH, Input, Output, State, ctx, no_update
 
-from torchvista_dash.app.actions import hitlayer, keys, minimap
+from torchvista_dash.app.actions import hitlayer, keys
 from torchvista_dash.app.actions.details import error_text
 from torchvista_dash.app.actions.search import browse, search
 from torchvista_dash.app.actions.valuerows import first_nonfinite_id
@@ -28,7 +28,7 @@ from torchvista_dash.app.actions.viewstep import ViewAnswer, answer, clicked_id,
 from torchvista_dash.app.component.component import HAS_KEYS, find_field
 from torchvista_dash.app.component.ids import ids
 from torchvista_dash.app.http import picture_routes
-from torchvista_dash.app.traces import firstview, page_state, progress, registry, state
+from torchvista_dash.app.traces import firstview, page_state, progress, registry
 
 _MARK = str(Output(ids.graph(MATCH), "figure"))  # in the key of the set's first callback, in any app
 
@@ -56,8 +56,6 @@ def _trigger() -> str | None:
     for field in ("find", "style"):
         if any(f'"subcomponent":"{field}"' in p for p in subs):
             return field
-    if any('"subcomponent":"minimap"' in p for p in subs):  # a click on it, or a box dragged on it
-        return "minimap_click" if any(p.endswith(".clickData") for p in subs) else "minimap_drag"
     return ctx.triggered_id["subcomponent"] if isinstance(ctx.triggered_id, dict) else None
 
 
@@ -89,10 +87,6 @@ def _store_theme() -> str:
         if '"store"' in key and isinstance(value, dict) and value.get("theme") in ("light", "dark"):
             return str(value["theme"])
     return "light"
-
-
-def _minimap_error(exc: Exception) -> Any:
-    return no_update  # the view's own callbacks say what is wrong
 
 
 def _hits_error(exc: Exception) -> tuple[Any, ...]:
@@ -133,8 +127,6 @@ _VIEW_CONTROLS: dict[str, tuple[Callable[[Any], Any], str]] = {
     "first_nonfinite": (ids.first_nonfinite, "n_clicks"),
     "find": (ids.find, "n_submit"),
     "style": (ids.style, "n_submit"),
-    "minimap_click": (ids.minimap, "clickData"),
-    "minimap_drag": (ids.minimap, "relayoutData"),
     **({"keys": (ids.keys, "n_events")} if HAS_KEYS else {}),
 }
 # What it sends, by ``ViewAnswer`` field
@@ -147,7 +139,6 @@ _VIEW_OUTPUTS: dict[str, tuple[Callable[[Any], Any], str]] = {
     "css_class": (ids.root, "className"),
     "hits": (ids.hits, "data"),
     "search": (ids.search, "value"),
-    "minimap": (ids.minimap, "figure"),
 }
 
 
@@ -215,9 +206,6 @@ def register(callback: Callable[..., Any]) -> None:
             value = find_text if controls.get("find") else None
         elif trigger == "style":
             value = style_text
-        elif trigger == "minimap_click":  # the centre of the minimap's cell clicked
-            points = (controls.get("minimap_click") or {}).get("points") or [{}]
-            value = points[0].get("customdata")
         elif trigger == "keys":  # a shortcut is the action it names (keys.py)
             trigger, value = keys.action_of(keydown) or (None, None)
         elif trigger == "first_nonfinite":  # shown as a search hit is: opened, centred, selected
@@ -254,22 +242,6 @@ def register(callback: Callable[..., Any]) -> None:
     )
     def show_progress(_n: Any, controls: dict[str, Any], data: Any) -> Any:
         return progress.text(_request_key(data, controls))
-
-    # The minimap's visible area follows the user's zoom and pan of the main plot.
-    @callback(
-        Output(ids.minimap(MATCH), "figure", allow_duplicate=True),
-        Input(ids.graph(MATCH), "relayoutData"),
-        State(ids.store(MATCH), "data"),
-        prevent_initial_call=True,
-        on_error=_minimap_error,
-    )
-    def follow_minimap(relayout, data):
-        page = page_state.load(data)
-        if page.pending or not relayout:
-            return no_update
-        full = state.full_ranges(state.layout_of(page.trace, page.spec, page.draw.rankdir))
-        ranges = state.ranges_from_relayout(relayout, page.ranges, full)
-        return minimap.moved(page.trace, page.spec, page.draw, ranges)
 
     # The hit bars near the viewport, renewed after a zoom or pan that leaves what they cover (hitlayer.py).
     # The

@@ -18,7 +18,7 @@ from typing import Any
 import dash
 from dash import dcc, html
 
-from torchvista_dash.app.actions import hitlayer, minimap, viewstep
+from torchvista_dash.app.actions import hitlayer, viewstep
 from torchvista_dash.app.actions.details import details, header, selection
 from torchvista_dash.app.actions.search import browse
 from torchvista_dash.app.component.ids import ids as _ids
@@ -206,11 +206,9 @@ class ModelGraph(html.Div):
         if ready:
             ranges = state.start_ranges(state.layout_of(tid, spec, draw.rankdir))
             figure, hits = hitlayer.sent_figure(tid, spec, draw, ranges, 0, picture_base=picture_base)
-            overview: Any = minimap.figure(tid, spec, draw, ranges, picture_base=picture_base)
             state.precompute_neighbours(tid, spec, draw)
         else:
             ranges, hits = firstview.PENDING_RANGES, None
-            overview = {"data": [], "layout": {"xaxis": {"visible": False}, "yaxis": {"visible": False}}}
             figure = firstview.placeholder_figure(
                 draw.theme, f"Laying out {graph.model_name or 'the model'}…"
             )
@@ -352,30 +350,12 @@ class ModelGraph(html.Div):
         body = html.Div(
             [
                 html.Div(
-                    [
-                        EventListener(
-                            html.Div(plot), id=_ids.pointer(aio_id), events=POINTER_EVENTS, useCapture=True
-                        )
-                        if EventListener is not None
-                        else plot,
-                        # the whole view small, the visible area on it: a click or a dragged box moves it
-                        dcc.Graph(
-                            id=_ids.minimap(aio_id),
-                            figure=overview,
-                            config=minimap.CONFIG,
-                            className="tvd-minimap",
-                            style={
-                                "position": "absolute",
-                                "right": "8px",
-                                "bottom": "8px",
-                                "width": f"{minimap.MINIMAP_PX[0]}px",
-                                "height": f"{minimap.MINIMAP_PX[1]}px",
-                                "border": "1px solid #8886",
-                                "zIndex": "3",
-                            },
-                        ),
-                    ],
-                    style={"flex": "1", "minWidth": "0", "position": "relative"},
+                    EventListener(
+                        html.Div(plot), id=_ids.pointer(aio_id), events=POINTER_EVENTS, useCapture=True
+                    )
+                    if EventListener is not None
+                    else plot,
+                    style={"flex": "1", "minWidth": "0"},
                 ),
                 html.Div(
                     details(tid, draw.highlight),

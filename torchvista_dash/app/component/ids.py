@@ -46,7 +46,6 @@ SUBCOMPONENTS = (
     "pointer",
     "first_nonfinite",
     "style",
-    "minimap",
 )
 
 
@@ -106,5 +105,3 @@ class ids:  # noqa: N801 - the Dash All-in-One convention: ModelGraph.ids.graph(
     first_nonfinite = staticmethod(lambda aio_id: make("first_nonfinite", aio_id))
     # style rules typed in the page ("re:.*attn.*=#e45756; cls:Linear=#4c78a8"), applied on Enter
     style = staticmethod(lambda aio_id: make("style", aio_id))
-    # the small overview of the whole view in the plot's corner (app/actions/minimap.py)
-    minimap = staticmethod(lambda aio_id: make("minimap", aio_id))
