@@ -544,7 +544,7 @@ def team(ns: argparse.Namespace, counts: list[int]) -> int:
                 two = run_ours(trace_file, two_users, ns.seconds, ns.think, ns.warmup, store)
                 lines += [
                     "| server | users | clicks (per s) | new views | errors | cross-talk | unknown trace "
-                    "| p50 / p95 / p99 (ms) | RSS per worker, end (MB) |",
+                    "| p50 / p95 / p99 (ms) | largest worker RSS at the end (MB) |",
                     "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
                 ]
                 for name, n, o in (("1 worker", one_users, one), ("2 workers + Redis", two_users, two)):

@@ -168,7 +168,8 @@ def _inside(a: dict[str, Any], b: dict[str, Any], tol: float = 1.0) -> bool:
 def label_faults(page: Any, dom_id: str) -> list[Any]:
     """What breaks the picture's label rules at the current zoom, among the labels in the plot (empty: none):
     two labels that overlap; an overview label that covers a box without lying inside it (a closed module's
-    name lies inside its own box); a box's own text that leaves its box."""
+    name lies inside its own box, or centred on it and spilling over it onto no other); a box's own text that
+    leaves its box."""
     drawn = drawn_labels(page, dom_id)
     labels = [lab for lab in drawn["labels"] if in_plot(lab, drawn["plot"])]
     boxes = target_boxes(page, dom_id, "nodes:labels")
@@ -176,7 +177,12 @@ def label_faults(page: Any, dom_id: str) -> list[Any]:
     for lab in labels:
         if lab["cls"].startswith("ov"):
             if not any(_inside(lab, b) for b in boxes):
-                faults += [("overview over a box", lab["text"], b["id"]) for b in boxes if overlaps(lab, b)]
+                # a closed box too small for its name: the name spills over it, onto no other box
+                on = [b for b in boxes if overlaps(lab, b)]
+                cx, cy = (lab["x0"] + lab["x1"]) / 2, (lab["y0"] + lab["y1"]) / 2
+                spill = len(on) == 1 and on[0]["x0"] <= cx <= on[0]["x1"] and on[0]["y0"] <= cy <= on[0]["y1"]
+                if not spill:
+                    faults += [("overview over a box", lab["text"], b["id"]) for b in on]
         elif lab["cls"].startswith(("t ", "s ")):
             cx, cy = (lab["x0"] + lab["x1"]) / 2, (lab["y0"] + lab["y1"]) / 2
             own = next((b for b in boxes if b["x0"] <= cx <= b["x1"] and b["y0"] <= cy <= b["y1"]), None)

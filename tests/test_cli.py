@@ -487,6 +487,25 @@ def test_export_style_rules_colour_boxes_by_name_and_class(
     assert code == 2 and "must start with 're:'" in err
 
 
+def test_diff_of_two_value_traces_says_where_they_first_diverge(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import torch
+    from support_models import NaNTower
+
+    from torchvista_dash import trace_model
+
+    torch.manual_seed(0)
+    model, x = NaNTower(layers=4, broken=99).eval(), torch.randn(2, 16)
+    trace_model(model, x, values=True).save(tmp_path / "a.json")
+    with torch.no_grad():
+        model.layers[2].fc.bias[0] += 1.0
+    trace_model(model, x, values=True).save(tmp_path / "b.json")
+    args = ["diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "-o", str(tmp_path / "d.json")]
+    code, out, _ = run_main(args, capsys)
+    assert code == 0 and "values: first divergence at linear (" in out and "in layers.2.fc" in out
+
+
 def test_help_says_what_the_commands_do_and_what_a_target_is(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["--help"])

@@ -16,6 +16,7 @@ from torchvista_dash import load_trace, trace_model
 from torchvista_dash.layout import GraphvizError
 from torchvista_dash.layout.types import Layout
 from torchvista_dash.pipeline import FORMATS, export
+from torchvista_dash.render.labels import header_text
 from torchvista_dash.render.static.graphviz import static_image, to_static_dot
 from torchvista_dash.render.static.html import HTML_DIV_ID
 
@@ -123,6 +124,17 @@ def test_special_characters_survive_dot_and_svg(dot_binary, tmp_path):
     vg = dataclasses.replace(vg, nodes=nodes, clusters=clusters)
     texts = svg_texts(render_static(g, vg, lay, tmp_path / "weird.svg", "svg"))
     assert weird in texts and f"⊖ {weird}" in texts
+
+
+def test_a_header_longer_than_its_cluster_is_shortened_with_an_ellipsis(dot_binary, tmp_path):
+    g, vg, lay = grid_case(12)
+    long = "encoder: " + "VeryLongModuleClassName" * 8
+    clusters = tuple(dataclasses.replace(c, label=long) if c.id == "mod:enc" else c for c in vg.clusters)
+    vg = dataclasses.replace(vg, clusters=clusters)
+    texts = svg_texts(render_static(g, vg, lay, tmp_path / "long.svg", "svg"))
+    header = next(t for t in texts if t.startswith("⊖ encoder"))
+    assert header.endswith("…") and len(header) < len(long), header
+    assert header == header_text(long, lay.clusters["mod:enc"])  # as the interactive picture draws it
 
 
 def test_empty_view_renders(dot_binary, tmp_path):

@@ -395,6 +395,23 @@ def _export(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _divergence_line(d: Any) -> str:
+    """Where two value traces first diverge (torch.allclose's tolerances), or why that cannot be told."""
+    from torchvista_dash.model.valuediff import StructureMismatch
+
+    try:
+        first = d.first_divergence()
+    except StructureMismatch as exc:
+        return f"values: not compared: {exc}"
+    if first is None:
+        return "values: the two runs agree (every op within rtol=1e-05, atol=1e-08)"
+    where = first.qualname or "the top level"
+    return (
+        f"values: first divergence at {first.name} ({first.node}) in {where}: "
+        f"relative difference {first.rel:.3g}"
+    )
+
+
 def _diff(ns: argparse.Namespace) -> int:
     from torchvista_dash.compare import compare
 
@@ -407,6 +424,8 @@ def _diff(ns: argparse.Namespace) -> int:
     print(
         f"{ns.a} → {ns.b}: {len(s['added'])} added, {len(s['removed'])} removed, {len(s['changed'])} changed"
     )
+    if "values" in a.graph.measured and "values" in b.graph.measured:
+        print(_divergence_line(d))
     if ns.output is None:
         from torchvista_dash.app.server.server import make_app, serve_forever
 

@@ -166,9 +166,11 @@ class Trace:
         """A plotly Figure of one view, usable anywhere Plotly is.
 
         ``options``: any of ``ViewOptions`` (fold_repeats, show_params, node_budget) and ``DrawOptions``
-        (theme, rankdir, highlight, labels, details, color_by: colour boxes by "flops", "params", "bytes" or
-        "time"; selected: a box whose inputs and outputs are lit, with reach "step"/"up"/"down"/"all" or
-        path_to another box); ``root="layers.3.mlp"`` draws one module as its own graph.
+        (theme, rankdir, highlight, labels, details, color_by: colour boxes by "flops", "params", "bytes",
+        "time", a value trace's "absmax", "std", "zeros" or "nonfinite", a grads trace's "grad_norm", or a
+        mapping of your own from module qualnames or node ids to numbers; selected: a box whose inputs and
+        outputs are lit, with reach "step"/"up"/"down"/"all" or path_to another box); ``root="layers.3.mlp"``
+        draws one module as its own graph.
         """
         from torchvista_dash.pipeline import figure_of
         from torchvista_dash.view.build import view_of

@@ -26,6 +26,7 @@ found = {
     "request_started": len(flask.request_started.receivers),
     "request_tearing_down": len(flask.request_tearing_down.receivers),
     "route_hooks": len(hooks.get_hooks("routes")),
+    "setup_hooks": len(hooks.get_hooks("setup")),
     "callbacks_waiting": len(_callback.GLOBAL_CALLBACK_LIST),
 }
 app = dash.Dash("users_app")
@@ -48,7 +49,7 @@ def test_importing_sets_nothing_up_and_install_sets_up_one_app() -> None:
     found = json.loads(out.strip().splitlines()[-1])
     assert found["threads"] == []
     assert found["request_started"] == found["request_tearing_down"] == 0
-    assert found["route_hooks"] == 0 and found["callbacks_waiting"] == 0
+    assert found["route_hooks"] == found["setup_hooks"] == 0 and found["callbacks_waiting"] == 0
     assert found["user_app_routes"] == found["user_app_rules"] == []
     assert found["installed_rules"] == ["/_tvd/picture/<key>.svg"]
     assert found["installed_receivers"] == 1

@@ -76,3 +76,15 @@ def test_a_loss_that_is_no_scalar_says_what_to_return() -> None:
         trace_model(WithUnused(), torch.randn(3, 4), grads=lambda out: out)
     with pytest.raises(ValueError, match="grads="):
         trace_model(WithUnused(), torch.randn(3, 4)).figure(color_by="grad_norm")
+
+
+def test_values_and_grads_leave_the_model_and_torch_as_they_were() -> None:
+    from support_models import BNNet, assert_same_model_state, global_state, model_state
+
+    model = BNNet().train()  # a training-mode BatchNorm updates its running stats in every forward pass
+    x = torch.randn(4, 3, 8, 8)
+    before, glob = model_state(model), global_state()
+    t = trace_model(model, x, values=True, grads=lambda out: out.square().mean())
+    assert_same_model_state(before, model_state(model))
+    assert global_state() == glob
+    assert t.graph.grads and all(p.grad is None for p in model.parameters())

@@ -77,6 +77,9 @@ def test_a_value_trace_saves_and_loads_exactly_and_a_plain_one_is_unchanged(tmp_
     model, args, kw = build_gpt2()
     plain = trace_model(model, args, kw)
     valued = trace_model(model, args, kw, values=True)
+    assert (
+        trace_model(model, args, kw, values=True).graph.to_bytes() == valued.graph.to_bytes()
+    )  # deterministic
     loaded = load_trace(valued.save(tmp_path / "v.json"))
     assert loaded.graph == valued.graph and loaded.graph.to_bytes() == valued.graph.to_bytes()
     assert json.loads(valued.to_json())["schema"] == SCHEMA_VALUES

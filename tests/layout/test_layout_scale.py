@@ -11,6 +11,7 @@ from test_layout_quality import crossings
 from torchvista_dash import layout, trace_model
 from torchvista_dash.layout.composed import groups, pieces
 from torchvista_dash.model.graph import Graph
+from torchvista_dash.view import build as view
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -110,3 +111,29 @@ def test_a_short_stack_stays_one_column(dot_binary):
     vg = every_op(decoder_graph(12))
     lay = layout.layout_view(vg, method="composed")
     assert len({round(lay.clusters[f"mod:layers.{i}"][0]) for i in range(12)}) == 1
+
+
+def test_an_opened_cache_output_stacks_its_tensors_in_rows(dot_binary):
+    """Each layer's key and value leave for the model's cache output: opened, its tensors (one box each,
+    each fed by a port of its own) stand in a block of rows, not in one row as wide as all of them."""
+    cfg = transformers.LlamaConfig(
+        num_hidden_layers=16,
+        hidden_size=32,
+        intermediate_size=64,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        vocab_size=100,
+    )
+    torch.manual_seed(0)
+    model = transformers.LlamaModel(cfg).eval()
+    g = trace_model(model, (torch.zeros(1, 6, dtype=torch.long),), kwargs={"use_cache": True}).graph
+    spec = view.make_spec(g, depth=None, fold_repeats=False)
+    vg = view.build_view(g, view.toggle(g, spec, "io:output:cache"))
+    lay = layout.layout_view(vg, method="composed")
+    check_composed(vg, lay)
+    outs = [lay.nodes[n.id] for n in vg.nodes if n.parent == "io:output:cache"]
+    assert len(outs) == 32
+    rows = {round((b[1] + b[3]) / 2) for b in outs}
+    assert len(rows) >= 4, rows
+    box = lay.clusters["io:output:cache"]
+    assert box[2] - box[0] < sum(b[2] - b[0] for b in outs) / 2

@@ -59,7 +59,9 @@ def test_overview_labels_cover_no_box_no_foreign_cluster_and_no_other_label(laid
             own = [b for b in closed if _inside(p.rect, b)]
             if own:  # a closed module's name, inside its own box
                 continue
-            assert not [b for b in lay.nodes.values() if _meets(p.rect, b)], p
+            # ... or spilling over its box (too small for it) onto no other box
+            on = [b for b in lay.nodes.values() if _meets(p.rect, b)]
+            assert not on or (len(on) == 1 and on[0] in closed), p
             # a cluster it crosses holds it whole (its own, an ancestor) or it is the cluster's name set above
             # or beside it, clear of every other
             crossed = [c for c in lay.clusters.values() if _meets(p.rect, c) and not _inside(p.rect, c)]
@@ -100,3 +102,36 @@ def test_an_edge_label_over_another_a_box_or_a_header_is_left_out() -> None:
     # the second sits on the first (parallel edges, as Whisper's cache edges); the fourth on a box, the fifth
     # on a header; the last has no label
     assert kept == [edges[0], edges[2]]
+
+
+def test_a_fitted_tall_view_names_its_folded_runs_and_its_cache(dot_binary: Any) -> None:
+    """A 32-layer Llama with two layers' modules open is some 3,700 points tall: fitted to the plot, its boxes
+    are a few pixels high, too small to hold a name at the overview size, and the folded runs of layers and
+    the cache output go unnamed unless their names may spill over their boxes (onto nothing else), smaller."""
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    cfg = transformers.LlamaConfig(
+        num_hidden_layers=32,
+        hidden_size=32,
+        intermediate_size=64,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        vocab_size=100,
+    )
+    torch.manual_seed(0)
+    t = trace_model(transformers.LlamaModel(cfg).eval(), torch.zeros(1, 6, dtype=torch.long))
+    opened = ["layers.5.self_attn", "layers.5.mlp", "layers.5.self_attn.q_proj", "layers.20.self_attn"]
+    vg = t.view(depth=1, expanded=opened)
+    lay = t.layout(vg)
+    ext = picture.canvas_extent(lay, PAD, NOMINAL_PLOT_PX[0] / NOMINAL_PLOT_PX[1])
+    placed, ranges = place_overview(vg, lay, ext)
+    fit = min(NOMINAL_PLOT_PX[0] / (ext[2] - ext[0]), NOMINAL_PLOT_PX[1] / (ext[3] - ext[1]))
+    band = next(k for k, lo, hi in ranges if lo <= fit < hi)
+    shown = [p for p in placed if p.band == band]
+    folded = [n for n in vg.nodes if n.kind == "folded"]
+    boxes = {n.label: lay.nodes[n.id] for n in vg.nodes if n.kind == "folded" or n.id == "io:output:cache"}
+    assert len(folded) == 3 and len(boxes) == 4
+    named = {label for label, b in boxes.items() if any(_meets(p.rect, b) for p in shown)}
+    assert {"LlamaDecoderLayer ×14", "LlamaDecoderLayer ×11"} <= named, named
+    assert any(label.startswith("cache") for label in named), named
+    assert all(p.small for p in shown if any(_meets(p.rect, b) for b in boxes.values()) and "×" in p.text)

@@ -33,6 +33,9 @@ HEADER_BASE = 13.0  # header baseline: points below the cluster's top edge
 LOD_SCALE: dict[str, float] = {"s": 0.8, "o": 0.72, "m": 0.7}  # shape lines + edge labels, op names, modules
 OVERVIEW_PX = 11.0  # an overview label's size on screen at the low end of its band (up to √2 times that)
 OVERVIEW_STEP = 2**0.5
+# a closed box's overview label where one at OVERVIEW_PX has no room (a fitted tall stack: boxes a few pixels
+# high, a few pixels apart): at this size, with a 1 px halo, spilling over its box onto nothing else
+SMALL_PX = 7.0
 OVERVIEW_MIN_PX = 300.0  # overview bands go down to the zoom where the whole picture is this many pixels
 OVERVIEW_BANDS = 18
 OVERVIEW_ROWS = 12  # rows (half a label's height apart) tried from a region's top for its overview label
@@ -153,11 +156,17 @@ def overview_bands(width: float, height: float) -> list[float]:
 
 def _names(label: str, parent_label: str | None) -> list[str]:
     """An overview label's candidates, longest first: the whole label, its qualname, the qualname below its
-    parent's (``self_attn`` inside ``layers.0``)."""
+    parent's (``self_attn`` inside ``layers.0``); a folded run's count alone (``×32``), a grouped output's
+    name alone (``cache``)."""
     qual, _, cls = label.partition(": ")
     if qual.startswith("("):  # the root, "(root): GridNet": its class name
         return [cls] if cls else [label]
     out = [label, qual]
+    head, sep, count = label.rpartition(" ×")
+    if sep and count.isdigit() and " " not in head:
+        out.append(f"×{count}")
+    if " · " in label:
+        out.append(label.split(" · ")[0])
     if parent_label is not None:
         pq = parent_label.split(": ")[0] + "."
         if qual.startswith(pq) and len(qual) > len(pq):
@@ -212,6 +221,7 @@ class Placed(NamedTuple):
     reach: Box
     band: int
     text: str
+    small: bool = False  # set at SMALL_PX, not OVERVIEW_PX: a closed box's name in a tight stack
 
 
 def place_overview(
@@ -287,7 +297,9 @@ def place_overview(
         hgt, m = f * 1.3, 3.0 / s  # a line's height; the halo, 3 px
         taken = Boxes(hgt * 4)
         for ri, r in enumerate(regions):
-            if r.box[3] - r.box[1] < hgt:  # a name never stands for a region smaller than itself
+            # a name never stands for an open region smaller than itself; a closed box's name may spill over
+            # its box, onto nothing but it (at a fitted tall view a box is a few pixels high)
+            if r.box[3] - r.box[1] < hgt and not r.closed:
                 continue
             # the first place that holds a form of its name, the longest form there
             found = None
@@ -300,15 +312,17 @@ def place_overview(
                 elif spot is not None:
                     found = (t, em * f, spot)
                     break
-            if found is None and not r.closed:
-                found = _outside(r, ri, f, hgt, m, taken, blocked)
+            if found is None:
+                found = (_spill if r.closed else _outside)(r, ri, f, hgt, m, taken, blocked)
             if found is None:
                 continue
-            text, tw, rect = found
-            taken.add((rect[0] - m, rect[1] - m, rect[2] + m, rect[3] + m))
+            small = len(found) == 4
+            text, tw, rect = found[:3]
+            mk = m / 3 if small else m
+            taken.add((rect[0] - mk, rect[1] - mk, rect[2] + mk, rect[3] + mk))
             # where it may draw: its halo, glyphs a little wider than the estimate
-            reach = (rect[0] - m - tw * 0.1, rect[1] - m, rect[2] + m + tw * 0.1, rect[3] + m)
-            out.append(Placed(rect, reach, k, text))
+            reach = (rect[0] - mk - tw * 0.1, rect[1] - mk, rect[2] + mk + tw * 0.1, rect[3] + mk)
+            out.append(Placed(rect, reach, k, text, small))
         ranges.append((k, s, hi))
         hi = s
     return out, ranges
@@ -378,6 +392,36 @@ def _outside(
     return None
 
 
+def _spill(
+    r: _Region, ri: int, f: float, hgt: float, m: float, taken: Boxes, blocked: set[tuple[int, int, int]]
+) -> tuple[str, float, Box] | tuple[str, float, Box, bool] | None:
+    """A closed box's name where it does not fit inside the box: centred on it and spilling over its edges,
+    else level with it right of it, else just above it; inside its parent and clear of everything else that
+    lies there and of names (``blocked`` as in ``_outside``, places numbered after its). Failing all, centred
+    at ``SMALL_PX`` with a thin halo (a 4-tuple, its last item True)."""
+    x0, y0, x1, y1 = r.box
+    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+    small = SMALL_PX / OVERVIEW_PX
+    places = (("centre", 1.0), ("right", 1.0), ("above", 1.0), ("centre", small))
+    for pi, (place, z) in enumerate(places, start=8):
+        h_z, m_z = hgt * z, m if z == 1.0 else m / 3
+        for ni, em in enumerate(r.ems):
+            if (ri, pi, ni) in blocked:
+                continue
+            tw = em * f * z
+            if place == "centre":
+                rect = (cx - tw / 2, cy - h_z / 2, cx + tw / 2, cy + h_z / 2)
+            elif place == "right":
+                rect = (x1 + m, cy - h_z / 2, x1 + m + tw, cy + h_z / 2)
+            else:
+                rect = (x0, y1 + m, x0 + tw, y1 + m + h_z)
+            if not _fits(rect, r.outers[0], r.kids[1], r.box, m_z):
+                blocked.add((ri, pi, ni))
+            elif not taken.meets((rect[0] - m_z, rect[1] - m_z, rect[2] + m_z, rect[3] + m_z)):
+                return (r.names[ni], tw, rect) if z == 1.0 else (r.names[ni], tw, rect, True)
+    return None
+
+
 def _fits(rect: Box, within: Box, inside: Boxes | _Few, own: Box, m: float) -> bool:
     """A name set at ``rect`` for the region ``own``, outside it: inside ``within``, clear of what lies
     directly in ``within`` (``inside``: boxes and clusters) but for what holds ``own``."""
@@ -400,6 +444,7 @@ def overview_css(ranges: list[tuple[int, float, float]]) -> Callable[[float], st
         "stroke-linejoin:round}"
         + "".join(
             f".o{k}{{font-size:{_n(OVERVIEW_PX / lo)}px;stroke-width:{_n(6.0 / lo)}px}}"
+            f".o{k}.q{{font-size:{_n(SMALL_PX / lo)}px;stroke-width:{_n(2.0 / lo)}px}}"
             for k, lo, _ in ranges
         )
     )
@@ -414,9 +459,10 @@ def overview_css(ranges: list[tuple[int, float, float]]) -> Callable[[float], st
     return rules
 
 
-def overview_element(cv_x: str, cv_y: str, band: int, text: str) -> str:
-    """One overview label's SVG text element, at SVG coordinates already mapped."""
-    return f'<text x="{cv_x}" y="{cv_y}" class="ov o{band}">{html.escape(text)}</text>'
+def overview_element(cv_x: str, cv_y: str, band: int, text: str, small: bool = False) -> str:
+    """One overview label's SVG text element, at SVG coordinates already mapped (``small``: at
+    ``SMALL_PX``)."""
+    return f'<text x="{cv_x}" y="{cv_y}" class="ov o{band}{" q" if small else ""}">{html.escape(text)}</text>'
 
 
 def _holds(outer: Box, inner: Box) -> bool:

@@ -5,20 +5,20 @@ search.py and exporting.py; here they are wired to the page's components.
 ``register(decorator)`` defines the set with ``app.callback`` (the apps this package creates, server.py) or
 ``dash.callback`` (the All-in-One pattern, for a ModelGraph in a user's app: aio.py). Dash moves a
 ``dash.callback`` set into the first app that starts; ``for_user_app`` defines a fresh one when an app took
-the last one, so any number of apps in one process each get theirs. A callback that raises is answered by
+the last one (``waiting``), so any number of apps in one process each get theirs; nothing is defined or
+hooked into Dash at import. A callback that raises is answered by
 its ``on_error`` handler, which shows the error in the page instead of a server log.
 """
 
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 import dash
-from dash import MATCH, Input, Output, State, ctx, no_update
+from dash import MATCH, Input, Output, State, _callback, ctx, no_update
 
 from torchvista_dash.app.actions import hitlayer, keys
 from torchvista_dash.app.actions.details import error_text
@@ -32,10 +32,7 @@ from torchvista_dash.app.traces import firstview, page_state, progress, registry
 
 _MARK = str(Output(ids.graph(MATCH), "figure"))  # in the key of the set's first callback, in any app
 
-_lock = threading.Lock()
-_armed = False  # a dash.callback set waits for the next app to start
-_seen: weakref.WeakSet[dash.Dash] = weakref.WeakSet()  # every Dash app made in this process
-_waiting: weakref.WeakSet[dash.Dash] = weakref.WeakSet()  # of those, the ones that may take the waiting set
+_lock = threading.Lock()  # one set is defined at a time
 
 
 PROGRESS_SHOWN = {"display": "block", "fontSize": "12px", "minHeight": "18px"}
@@ -349,49 +346,26 @@ def registered_in(app: dash.Dash) -> bool:
     return any(_MARK in key for key in app.callback_map)
 
 
-def arm() -> None:
-    """Define a ``dash.callback`` set for the next app to start (the All-in-One pattern)."""
-    with _lock:
-        _arm()
-
-
-def _arm() -> None:
-    global _armed
-    register(dash.callback)
-    _armed = True
-    _waiting.clear()  # the apps that could take this set: those that have none yet
-    _waiting.update(a for a in _seen if not registered_in(a))
-
-
-@dash.hooks.setup()
-def _track(app: dash.Dash) -> None:
-    """Dash calls this for every app it makes (its documented setup hook): any of them may take the waiting
-    set when it starts."""
-    with _lock:
-        _seen.add(app)
-        if _armed:
-            _waiting.add(app)
+def waiting() -> bool:
+    """Whether a ``dash.callback`` set waits for the next app to start: Dash moves the process's waiting
+    callbacks into the first app that starts (and empties them), so the set is there until an app took it."""
+    return any(_MARK in key for key in _callback.GLOBAL_CALLBACK_MAP)
 
 
 def for_user_app() -> None:
-    """A ModelGraph is being made for a user's app: if an app took the waiting ``dash.callback`` set since it
-    was defined, define a fresh one for the app this ModelGraph goes in (as yet unstarted)."""
-    global _armed
+    """A ModelGraph is being made for a user's app: unless a ``dash.callback`` set waits already, define one
+    for the app this ModelGraph goes in (as yet unstarted)."""
     with _lock:
-        if _armed and any(registered_in(a) for a in _waiting):
-            _armed = False
-        if not _armed:
-            _arm()
+        if not waiting():
+            register(dash.callback)
 
 
 def claim(app: dash.Dash) -> None:
-    """Give one of this package's apps its set, once Dash has set it up (its first request): ``app.callback``,
-    or, when it took the waiting ``dash.callback`` set (a user's ModelGraph was made in this process), that
-    one, and a fresh ``dash.callback`` set for the user's app."""
+    """Give an installed app its set, once Dash has set it up (its first request): ``app.callback``, or,
+    when it took the waiting ``dash.callback`` set (a user's ModelGraph was made in this process), that one,
+    and a fresh ``dash.callback`` set for the user's app."""
     with _lock:
-        _waiting.discard(app)  # from now on it has a set of its own: it takes no waiting one
-        _seen.discard(app)
-        if registered_in(app):
-            _arm()
-        else:
+        if not registered_in(app):
             register(app.callback)
+        elif not waiting():
+            register(dash.callback)

@@ -73,7 +73,8 @@ def server(host: str = "127.0.0.1", port: int | None = None) -> tuple[Background
         prefix = None
         if "base_subpath" in cfg:  # JupyterLab / Hub: go through jupyter-server-proxy
             prefix = cfg["base_subpath"].rstrip("/") + f"/proxy/{port}/"
-        app = make_app(requests_pathname_prefix=prefix, title="torchvista_dash")
+        # an output cell shows one trace: no drop zone for others under it
+        app = make_app(requests_pathname_prefix=prefix, title="torchvista_dash", uploads=False)
         try:
             _server = BackgroundServer(app, host, port)
         except OSError as exc:

@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from torchvista_dash.cache import Cache
@@ -327,12 +328,19 @@ class RedisStore(Store):
     def get(self, key: str) -> bytes | None:
         with self._answer():
             k = self._prefix + key
-            size = self._client.strlen(k)
+            pipe: Any = self._client.pipeline()  # one round trip
+            pipe.strlen(k)
+            pipe.ttl(k)
+            size, ttl = pipe.execute()
             if size > MAX_ENTRY_BYTES:
-                raise StoreUnavailable(f"the store entry for {key[:60]!r} is over {MAX_ENTRY_BYTES:,} bytes")
-            value: bytes | None = self._client.get(k)  # type: ignore[assignment]
-            if value is not None and self._client.ttl(k) >= 0:
-                self._client.expire(k, int(self.idle_s))  # a use: its idle time starts again
+                raise StoreUnavailable(f"the store entry {key[:60]!r} is over {MAX_ENTRY_BYTES:,} bytes")
+            if ttl == -2:
+                return None
+            pipe = self._client.pipeline()
+            pipe.get(k)
+            if ttl >= 0:
+                pipe.expire(k, int(self.idle_s))  # a use: its idle time starts again
+            value: bytes | None = pipe.execute()[0]
             return value
 
     def put(self, key: str, value: bytes, *, keep: bool = False) -> None:

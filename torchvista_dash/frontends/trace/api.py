@@ -86,7 +86,7 @@ def _trace(
     if flops:
         rec.meter = FlopMeter(_device_types(model, args, kw))
     if values:
-        rec.summarize = Summarizer()
+        rec.summarize = Summarizer(rec.param_names)
     state = ModelState(model, named)
     error: BaseException | None = None
     result: Any = None

@@ -123,8 +123,11 @@ class Summarizer:
     (``view``, ``transpose``, a ``dropout`` in eval mode handing its input back) reuses its input's instead of
     reading every element again (in GPT-2 small such ops make 40 % of the activations' elements)."""
 
-    def __init__(self) -> None:
+    def __init__(self, weights: dict[int, str] | None = None) -> None:
         self.known: dict[int, tuple[Any, Raw]] = {}  # id(tensor) -> (weak reference, its raw summary)
+        # id -> name of the model's parameters and buffers: an op handing one back (``w.to(w.dtype)``) is not
+        # summarised (weights are not activations, and an embedding table is millions of elements)
+        self.weights = weights or {}
 
     def __call__(self, out: Any, name: str | None = None, first: Any = None) -> tuple[Raw | None, ...]:
         """The raw summary of each tensor of an op's output (one tensor, or a list of them); ``name`` and
@@ -134,6 +137,8 @@ class Summarizer:
         return tuple(self.one(t) for t in out)
 
     def one(self, t: torch.Tensor, name: str | None = None, first: Any = None) -> Raw | None:
+        if id(t) in self.weights:
+            return None
         raw = None
         if first is not None and (
             name in SAME_ORDER or name in REORDERED or (t is first and name in HANDED_BACK)

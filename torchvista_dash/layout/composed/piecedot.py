@@ -242,7 +242,8 @@ def _stacked_sinks(
     specs: Sequence[tuple[int, int, int, int, int]], n: int
 ) -> list[tuple[int, int, dict[str, object]]]:
     """Invisible edges that stack many end boxes fed by one child (GPT-2's 24 cached keys/values below the
-    model's box) into a block of rows, instead of one row as wide as all of them."""
+    model's box), or each by a port of the piece (an opened cache output's 160 tensors, each from its own
+    layer), into a block of rows, instead of one row as wide as all of them."""
     feeds: dict[int, set[int]] = {}
     has_out: set[int] = set()
     for tail, head, _g, _tp, _hp in specs:
@@ -252,7 +253,8 @@ def _stacked_sinks(
     by_source: dict[int, list[int]] = {}
     for head, tails in feeds.items():
         if head not in has_out and len(tails) == 1:
-            by_source.setdefault(next(iter(tails)), []).append(head)
+            tail = next(iter(tails))
+            by_source.setdefault(tail if tail < n else -1, []).append(head)  # -1: the ports, together
     out: list[tuple[int, int, dict[str, object]]] = []
     for sinks in by_source.values():
         if len(sinks) > SINK_ROW:
@@ -291,6 +293,8 @@ def piece_dot(key: tuple) -> tuple[str, list[tuple[int, int, dict[str, object]]]
     for j in range(n + n_in + n_out, slots):
         g.add_node(pydot.Node(j))  # type: ignore[arg-type]
     for t, h, edge_attrs in edges:
+        if edge_attrs.get("constraint") == "false" and rankdir == "TB":
+            continue  # a wrapped stack's jump between columns: drawn by hand (pieceread), no room taken
         g.add_edge(pydot.Edge(t, h, **dict[str, Any](edge_attrs)))
     return g.to_string(), edges, follow, slots
 

@@ -76,6 +76,9 @@ def read_piece(
         ):
             line = line[::-1]  # dot may list a reversed edge's points from its head
         polys[k] = line
+    for k, (t, h, attrs) in enumerate(edges):
+        if attrs.get("constraint") == "false" and key[0] == "TB":  # not given to dot (piecedot)
+            polys[k] = _column_jump(pos_of[t], pos_of[h], key[1][t][0], key[1][h][0])
     if any(not p for p in polys):
         raise GraphvizError("Graphviz output misses an edge of a piece")
     # every point moved and rounded in one numpy call; inside each dot edge, the points strictly inside a run
@@ -108,6 +111,20 @@ def read_piece(
     flat = np.array([p for line in out for p in line], dtype=float).reshape(-1, 2)
     width, height, centres, flat = _trim(key, round(x1 - x0, 2), round(y1 - y0, 2), centres, flat, starts)
     return PieceLayout(width, height, centres, flat, tuple(starts))
+
+
+def _column_jump(
+    tail: Point, head: Point, tail_size: tuple[float, float], head_size: tuple[float, float]
+) -> Polyline:
+    """A wrapped stack's jump from the foot of one column (``tail``: the last layer's centre) to the head of
+    the next (``head``), drawn by hand: down out of the last layer, across to the gap between the two
+    columns, up it, and across and down into the next column's first layer (routed by dot, the jumps of a
+    wide grid run round the side of the whole stack, side by side, and take room there)."""
+    ax, ay = tail[0], tail[1] - tail_size[1] / 2
+    bx, by = head[0], head[1] + head_size[1] / 2
+    gap = (tail[0] + tail_size[0] / 2 + head[0] - head_size[0] / 2) / 2
+    low, high = ay - KEEP, by + KEEP
+    return ((ax, ay), (ax, low), (gap, low), (gap, high), (bx, high), (bx, by))
 
 
 def _trim(

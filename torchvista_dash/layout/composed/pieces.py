@@ -284,26 +284,33 @@ def _find_groups(
         members.sort(key=lambda m: order.get(m, len(vg.nodes)))
     at = {m: i for members in kids.values() for i, m in enumerate(members)}
 
-    chains: dict[str | None, tuple[str | None, ...]] = {None: (None,)}
+    # per node: the (big module, its child holding the node) pairs along its chain, outermost first (mostly
+    # none or one): an edge's pair is where its two lists first part under a big module
+    under: dict[str | None, tuple[tuple[str | None, str], ...]] = {None: ()}
 
-    def chain(cid: str | None) -> tuple[str | None, ...]:
-        got = chains.get(cid)
+    def lifts(cid: str | None) -> tuple[tuple[str | None, str], ...]:
+        got = under.get(cid)
         if got is None:
             assert cid is not None
-            got = chains[cid] = (*chain(parent[cid]), cid)
+            up = parent[cid]
+            got = under[cid] = (*lifts(up), (up, cid)) if up in big else lifts(up)
         return got
 
     pairs: dict[str | None, list[tuple[int, int]]] = {c: [] for c in big}
+    node_lifts = {
+        n.id: (*lifts(node_parent[n.id]), (node_parent[n.id], n.id))
+        if node_parent[n.id] in big
+        else lifts(node_parent[n.id])
+        for n in vg.nodes
+    }
     for e in vg.edges:
-        cs, cd = chain(node_parent[e.src]), chain(node_parent[e.dst])
-        k = 1
-        while k < len(cs) and k < len(cd) and cs[k] == cd[k]:
-            k += 1
-        lca = cs[k - 1]
-        if lca in big:
-            a = cs[k] if k < len(cs) else e.src
-            b = cd[k] if k < len(cd) else e.dst
-            pairs[lca].append((at[a], at[b]))  # type: ignore[index]
+        ls, ld = node_lifts[e.src], node_lifts[e.dst]
+        for (bs, a), (bd, b) in zip(ls, ld, strict=False):
+            if bs != bd:
+                break
+            if a != b:
+                pairs[bs].append((at[a], at[b]))
+                break
     label: dict[str, tuple[str, ...]] = {n.id: ("n", n.kind, n.label) for n in vg.nodes}
     label.update({c.id: ("c", c.label.split(" #")[0]) for c in vg.clusters})
     out: dict[str, str | None] = {}

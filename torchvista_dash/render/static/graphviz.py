@@ -22,9 +22,9 @@ from torchvista_dash.layout.textmetrics import EDGE_PT, FONT_NAME, HEADER_PT, LA
 from torchvista_dash.layout.types import Box, Layout, Point, check_drawable
 from torchvista_dash.model.graph import Graph
 from torchvista_dash.render import shapes
-from torchvista_dash.render.labels import Boxes, bold_em, edge_labels, header_rect
+from torchvista_dash.render.labels import Boxes, bold_em, edge_labels, header_rect, header_text
 from torchvista_dash.render.paint import Paint
-from torchvista_dash.render.style import CLOSE_MARK, Theme, get_theme, kind_style, node_text
+from torchvista_dash.render.style import Theme, get_theme, kind_style, node_text
 from torchvista_dash.render.svg.picture import HEADER_BASE as HEADER_OFFSET
 from torchvista_dash.render.svg.picture import HEADER_INSET as TOGGLE_INSET
 from torchvista_dash.render.svg.picture import extent
@@ -170,7 +170,7 @@ def static_dot(
                 ),
             )
         )
-        text = f"{CLOSE_MARK} {cl.label}"
+        text = header_text(cl.label, box)  # shortened with "…" to the cluster's width, as in the picture
         hx = box[0] + TOGGLE_INSET + bold_em(text) * HEADER_PT / 2  # its centre: bold text, at its inset
         g.add_node(
             pydot.Node(
@@ -233,7 +233,9 @@ def static_dot(
         )
     kind_of = {n.id: n.kind for n in vg.nodes}
     # as in the picture: an edge label over a box, a header or another edge label is left out (labels.py)
-    heads = [header_rect(f"{CLOSE_MARK} {c.label}", layout.clusters[c.id]) for c in vg.clusters]
+    heads = [
+        header_rect(header_text(c.label, layout.clusters[c.id]), layout.clusters[c.id]) for c in vg.clusters
+    ]
     shown = {id(e) for _, e in edge_labels(layout.edges, Boxes(150.0, layout.nodes.values()), heads)}
     for e in layout.edges:
         if e.src not in index or e.dst not in index:

@@ -361,7 +361,10 @@ def _items(
     if labels:
         placed, ranges = place_overview(vg, layout, ext)
         layers[_OVERVIEW] = [
-            (p.reach, overview_element(cv.x(p.rect[0]), cv.y((p.rect[1] + p.rect[3]) / 2), p.band, p.text))
+            (
+                p.reach,
+                overview_element(cv.x(p.rect[0]), cv.y((p.rect[1] + p.rect[3]) / 2), p.band, p.text, p.small),
+            )
             for p in placed
         ]
         rules = overview_css(ranges)
