@@ -465,6 +465,28 @@ def test_export_with_values_colours_by_a_value_statistic_with_a_colour_bar(
     assert code == 0 and '"values"' in (tmp_path / "v.json").read_text()
 
 
+def test_export_style_rules_colour_boxes_by_name_and_class(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "styled.svg"
+    args = [
+        "export",
+        "gpt",
+        "-o",
+        str(out),
+        "--style",
+        "re:.*attn.*=#e45756",
+        "--style",
+        "cls:Linear=#4c78a8",
+    ]
+    code, text, _ = run_main(args, capsys)
+    assert code == 0 and "wrote" in text
+    svg = out.read_text().lower()
+    assert "#4c78a8" in svg  # lm_head, a Linear
+    code, _, err = run_main(["export", "gpt", "-o", str(out), "--style", "attn=#e45756"], capsys)
+    assert code == 2 and "must start with 're:'" in err
+
+
 def test_diff_of_two_value_traces_says_where_they_first_diverge(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -273,6 +273,7 @@ def _serve(ns: argparse.Namespace) -> int:
         "theme": ns.theme,
         "rankdir": ns.direction,
         "color_by": ns.color_by,
+        "style": _style(ns),
         **_flags(ns),
     }
     if ns.workers > 1:
@@ -376,6 +377,7 @@ def _export(ns: argparse.Namespace) -> int:
                 theme=ns.theme,
                 rankdir=ns.direction,
                 color_by=ns.color_by,
+                style=_style(ns),
                 root=ns.root,
                 **_flags(ns),
             )
@@ -464,9 +466,26 @@ def _diff(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _style(ns: argparse.Namespace) -> tuple[tuple[str, str], ...]:
+    from torchvista_dash.model.options import style_rules
+
+    try:
+        return style_rules("; ".join(ns.style or ()))
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+
+
 def _color_by_option(p: argparse.ArgumentParser) -> None:
     from torchvista_dash.model.options import COLOR_BY
 
+    p.add_argument(
+        "--style",
+        action="append",
+        default=[],
+        metavar="PATTERN=#COLOUR",
+        help="colour boxes by name or class, first match wins (repeatable): --style 're:.*attn.*=#e45756' "
+        "--style 'cls:Linear=#4c78a8'",
+    )
     p.add_argument(
         "--color-by",
         choices=COLOR_BY,

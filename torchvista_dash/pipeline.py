@@ -50,6 +50,10 @@ def paint_of(graph: Graph, vg: VisibleGraph, draw: DrawOptions, paint: Paint | N
         from torchvista_dash.render.colorby import colour_paint
 
         paint = colour_paint(graph, vg, draw.color_by, draw.theme)
+    if draw.style:
+        from torchvista_dash.render.rules import rules_paint
+
+        paint = rules_paint(graph, vg, draw.style, paint)  # over colour-by: a rule the user wrote wins
     if draw.selected is None:
         return paint
     from torchvista_dash.render.paint import reach_paint

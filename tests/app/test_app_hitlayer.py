@@ -168,19 +168,22 @@ def test_a_far_pan_is_answered_with_the_bars_there_and_nothing_else(sent: dict[s
         "yaxis.range[1]": y1 - h / 2,
     }
     assert hitlayer.renew(near, data, record) == (no_update, no_update)
-    far = {
-        "xaxis.range[0]": x0,
-        "xaxis.range[1]": x1,
-        "yaxis.range[0]": y0 - 8 * h,
-        "yaxis.range[1]": y1 - 8 * h,
-    }
+    # the view's far corner from where it starts (the foot of the tower's last column), however its stack is
+    # wrapped: a view of the start's size there, several views away from the start
+    lay = sent["layout"]
+    fx0, fy0 = lay.width - (x1 - x0), min(b[1] for b in lay.nodes.values())
+    fx1, fy1 = fx0 + (x1 - x0), fy0 + h
+    assert not hitlayer.covers(record, [[fx0, fx1], [fy0, fy1]], 0), "the far corner is not near the start"
+    far = {"xaxis.range[0]": fx0, "xaxis.range[1]": fx1, "yaxis.range[0]": fy0, "yaxis.range[1]": fy1}
     fig, new = hitlayer.renew(far, data, record)
     ops = fig.to_plotly_json()["operations"]
     assert ops and all(op["location"][0] == "data" for op in ops), "the Patch touches the hit traces only"
     shown = _bar_boxes([op["params"]["value"] for op in ops])
-    there = {vid for vid, b in sent["layout"].nodes.items() if b[1] <= y1 - 8 * h and b[3] >= y0 - 8 * h}
+    there = {
+        vid for vid, b in lay.nodes.items() if b[2] >= fx0 and b[0] <= fx1 and b[1] <= fy1 and b[3] >= fy0
+    }
     assert there and there <= set(shown) and not there & set(_bar_boxes(sent["fig"]["data"]))
-    assert hitlayer.covers(new, [[x0, x1], [y0 - 8 * h, y1 - 8 * h]], 0)
+    assert hitlayer.covers(new, [[fx0, fx1], [fy0, fy1]], 0)
 
 
 def test_a_view_change_that_only_moves_the_ranges_sends_the_bars_there(sent: dict[str, Any]) -> None:

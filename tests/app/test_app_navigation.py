@@ -230,3 +230,19 @@ def test_an_edge_has_a_hover_of_its_own(page: Any, gallery_url: str) -> None:
     page.screenshot(path="/tmp/nav-edge-hover.png")
     assert "4×32 float32" in text and "from: x" in text and "to: linear" in text, text
     assert "512 B" in text, text  # its bytes
+
+
+def test_style_rules_typed_in_the_page_colour_the_boxes(page: Any, gallery_url: str) -> None:
+    open_demo(page, gallery_url, "gpt")
+    assert "#4c78a8" not in _svg(page).lower()
+    page.fill(css_id(G, "style"), "cls:Linear=#4c78a8; re:.*wte.*=#e45756")
+    page.press(css_id(G, "style"), "Enter")
+    _wait(
+        page, lambda: "#4c78a8" in _svg(page).lower() and "#e45756" in _svg(page).lower(), "the rules drawn"
+    )
+    page.wait_for_url(re.compile(r"style=cls%3ALinear"), timeout=20_000)  # and kept in the address
+    page.screenshot(path="/tmp/nav-style.png")
+    page.fill(css_id(G, "style"), "Linear=#4c78a8")
+    page.press(css_id(G, "style"), "Enter")
+    notes = page.locator(css_id(G, "notes"))
+    notes.get_by_text("must start with 're:'", exact=False).wait_for(timeout=20_000)

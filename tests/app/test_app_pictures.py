@@ -201,8 +201,9 @@ def _props(node: Any) -> Any:
 # ------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def big(dot_binary: str) -> Any:
-    """220 residual layers, every op open: about 880 boxes, a picture over the old 600 KB limit."""
-    t = trace_model(Tower(220), torch.zeros(2, 16))
+    """340 residual layers, every op open: about 1,360 boxes, a picture over the old 600 KB limit (the stack
+    is wrapped into columns, whose fitted view needs fewer bands of overview labels than one tall column)."""
+    t = trace_model(Tower(340), torch.zeros(2, 16))
     srv = start(make_app([t], depth=None, fold_repeats=False))
     try:
         yield srv.url

@@ -8,6 +8,7 @@ parser in the field's metadata); the entry points pass it on by name. Pure Pytho
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
@@ -84,6 +85,51 @@ def _optional_bool_from_text(value: object) -> bool | None:
     return _bool_from_text(value)
 
 
+MAX_STYLE_RULES = 50
+_HEX = re.compile(r"#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})")
+
+
+def style_rules(value: object) -> tuple[tuple[str, str], ...]:
+    """Style rules as ``DrawOptions.style`` holds them: ``[("re:.*attn.*", "#e45756"), ("cls:Linear",
+    "#4c78a8")]`` (a pattern, ``re:`` a regular expression searched in a box's path or ``cls:`` a module
+    class, and a ``#rgb``/``#rrggbb`` colour; first match wins), or their text form ``"re:.*attn.*=#e45756;
+    cls:Linear=#4c78a8"``. A ValueError says what is wrong with the first bad rule."""
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str):
+        pairs: list[object] = []
+        for part in value.split(";"):
+            if part.strip():
+                pattern, eq, colour = part.strip().rpartition("=")
+                if not eq:
+                    raise ValueError(f"style rule {part.strip()!r} needs a colour: PATTERN=#rrggbb")
+                pairs.append((pattern.strip(), colour.strip()))
+        value = pairs
+    if not isinstance(value, (list, tuple)) or len(value) > MAX_STYLE_RULES:
+        raise ValueError(f"style must be a list of at most {MAX_STYLE_RULES} (pattern, colour) pairs")
+    out: list[tuple[str, str]] = []
+    for rule in value:
+        if not isinstance(rule, (list, tuple)) or len(rule) != 2 or not all(isinstance(x, str) for x in rule):
+            raise ValueError(f"a style rule is a (pattern, colour) pair of texts, not {rule!r}")
+        pattern, colour = rule
+        if not pattern.startswith(("re:", "cls:")) or len(pattern) > 500:
+            raise ValueError(
+                f"style pattern {pattern[:80]!r} must start with 're:' (a regular expression over names) or "
+                "'cls:' (a module class), e.g. 're:.*attn.*' or 'cls:Linear'"
+            )
+        if pattern.startswith("re:"):
+            try:
+                re.compile(pattern[3:])
+            except re.error as exc:
+                raise ValueError(
+                    f"style pattern {pattern[:80]!r} is not a regular expression: {exc}"
+                ) from None
+        if not _HEX.fullmatch(colour):
+            raise ValueError(f"style colour {colour[:40]!r} must be #rgb or #rrggbb, e.g. #e45756")
+        out.append((pattern, colour.lower()))
+    return tuple(out)
+
+
 def _choice(name: str, value: object, choices: tuple[str, ...]) -> None:
     if value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
@@ -149,6 +195,8 @@ class DrawOptions:
     selected: str | None = None
     reach: ReachMode = "step"
     path_to: str | None = None
+    # boxes coloured by name or class pattern, first match wins: (("re:.*attn.*", "#e45756"), ...)
+    style: tuple[tuple[str, str], ...] = field(default=(), metadata={"parse": style_rules})
 
     def __post_init__(self) -> None:
         _choice("theme", self.theme, THEMES)
@@ -162,6 +210,7 @@ class DrawOptions:
             if value is not None and not isinstance(value, str):
                 raise TypeError(f"{name} must be a visible id (str) or None, not {value!r}")
         _choice("reach", self.reach, REACH_MODES)
+        object.__setattr__(self, "style", style_rules(self.style))  # lists (JSON, a user) made a tuple
         _flag("labels", self.labels, optional=True)
         _flag("details", self.details, optional=True)
 
@@ -179,6 +228,7 @@ PAINT_FIELDS = (
     "selected",
     "reach",
     "path_to",
+    "style",
 )  # DrawOptions fields the pipeline turns into a render.paint.Paint
 
 
@@ -260,11 +310,18 @@ def options_to_text(view: ViewOptions, draw: DrawOptions) -> dict[str, str]:
                 continue
             if f.name == "depth":
                 out[f.name] = str(depth_to_control(value))
+            elif f.name == "style":
+                out[f.name] = style_text(value)
             elif isinstance(value, bool):
                 out[f.name] = "true" if value else "false"
             else:
                 out[f.name] = "" if value is None else str(value)
     return out
+
+
+def style_text(rules: tuple[tuple[str, str], ...]) -> str:
+    """The text form of style rules (``style_rules`` reads it back)."""
+    return "; ".join(f"{pattern}={colour}" for pattern, colour in rules)
 
 
 DEFAULT_VIEW = ViewOptions()

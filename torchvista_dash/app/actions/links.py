@@ -15,13 +15,14 @@ from urllib.parse import urlencode
 
 from torchvista_dash.app.traces.page_state import PageState
 from torchvista_dash.model.graph import Graph
+from torchvista_dash.model.options import style_text
 from torchvista_dash.view import build as view_mod
 from torchvista_dash.view.types import ViewSpec
 
 PAGE_KEYS = ("trace", "demo", "file", "root")  # which trace a page shows (server.py), or one module of it
 VIEW_KEYS = ("open", "close", "unfold", "pin")
 MAX_IDS = 2000  # ids per list in an address (a huge view is refused, not parsed)
-_DRAW_KEYS = ("theme", "rankdir", "color_by")
+_DRAW_KEYS = ("theme", "rankdir", "color_by", "style")
 
 
 def _ids(text: str | None) -> frozenset[str]:
@@ -44,7 +45,7 @@ def view_query(graph: Graph, page: PageState) -> dict[str, str]:
     for key in _DRAW_KEYS:
         value = getattr(page.draw, key)
         if value and value != {"theme": "light", "rankdir": "TB"}.get(key):
-            out[key] = str(value)
+            out[key] = style_text(value) if key == "style" else str(value)
     if not spec.fold_repeats:
         out["fold_repeats"] = "0"
     if spec.show_params:

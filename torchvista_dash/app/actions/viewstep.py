@@ -22,6 +22,7 @@ from torchvista_dash.model.options import (
     Rankdir,
     ThemeName,
     depth_from_text,
+    style_rules,
 )
 from torchvista_dash.render.style import get_theme
 from torchvista_dash.view import build as view_mod
@@ -209,6 +210,8 @@ def step(
         ranges = marked if marked is not None else state.start_ranges(layout)
     elif trigger == "fit":
         return NextView(new_spec, draw, state.full_ranges(old_layout), zoom_back)
+    elif trigger == "style":  # rules typed in the page: a bad one is said in the notes line
+        draw = replace(draw, style=style_rules(value))
     elif trigger == "color_by":
         draw = replace(draw, color_by=value or None)  # the same view, painted otherwise
     elif trigger == "reach":

@@ -45,13 +45,14 @@ def _aio() -> Any:
 
 
 def _trigger() -> str | None:
-    """What started a view change: the part's name; Enter in the find box wins over the key press that it
-    also is."""
+    """What started a view change: the part's name. Enter in a text field (find, style) is also a key press
+    on the page; the field wins."""
     subs = [
         str(t.get("prop_id", "")) for t in ctx.triggered or () if str(t.get("prop_id", "")).startswith("{")
     ]
-    if any('"subcomponent":"find"' in p for p in subs):
-        return "find"
+    for field in ("find", "style"):
+        if any(f'"subcomponent":"{field}"' in p for p in subs):
+            return field
     return ctx.triggered_id["subcomponent"] if isinstance(ctx.triggered_id, dict) else None
 
 
@@ -122,6 +123,7 @@ _VIEW_CONTROLS: dict[str, tuple[Callable[[Any], Any], str]] = {
     "clear": (ids.clear, "n_clicks"),
     "first_nonfinite": (ids.first_nonfinite, "n_clicks"),
     "find": (ids.find, "n_submit"),
+    "style": (ids.style, "n_submit"),
     **({"keys": (ids.keys, "n_events")} if HAS_KEYS else {}),
 }
 # What it sends, by ``ViewAnswer`` field
@@ -164,6 +166,7 @@ def register(callback: Callable[..., Any]) -> None:
             "data": State(ids.store(MATCH), "data"),
             "relayout": State(ids.graph(MATCH), "relayoutData"),
             "find_text": State(ids.find(MATCH), "value"),
+            "style_text": State(ids.style(MATCH), "value"),
             **(
                 {
                     "pointer": State(ids.pointer(MATCH), "event"),
@@ -187,6 +190,7 @@ def register(callback: Callable[..., Any]) -> None:
         relayout: Any,
         first_view: Any,
         find_text: Any = None,
+        style_text: Any = None,
         pointer: Any = None,
         keydown: Any = None,
         **controls: Any,
@@ -197,6 +201,8 @@ def register(callback: Callable[..., Any]) -> None:
         value = clicked_id(click) if trigger == "graph" else controls.get(trigger or "")
         if trigger == "find":  # Enter in the find box (a box mounted anew fires too, with no Enter: ignored)
             value = find_text if controls.get("find") else None
+        elif trigger == "style":
+            value = style_text
         elif trigger == "keys":  # a shortcut is the action it names (keys.py)
             trigger, value = keys.action_of(keydown) or (None, None)
         elif trigger == "first_nonfinite":  # shown as a search hit is: opened, centred, selected

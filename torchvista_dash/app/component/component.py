@@ -35,6 +35,7 @@ from torchvista_dash.model.options import (
     ViewOptions,
     option_names,
     split_options,
+    style_text,
 )
 from torchvista_dash.traced import Trace
 from torchvista_dash.view import build as view_mod
@@ -330,6 +331,15 @@ class ModelGraph(html.Div):
                 ),
                 html.Button(
                     "Clear selection", id=_ids.clear(aio_id), n_clicks=0, style=BUTTON, className="tvd-clear"
+                ),
+                dcc.Input(
+                    id=_ids.style(aio_id),
+                    type="text",
+                    value=style_text(draw.style),
+                    # colour boxes by name (re: a regular expression) or module class (cls:), first match wins
+                    placeholder="Style: re:.*attn.*=#e45756; cls:Linear=#4c78a8 (Enter)",
+                    style={"width": "300px"},
+                    className="tvd-style",
                 ),
                 html.Div(find_field(aio_id, shown=False), id=_ids.find_box(aio_id), className="tvd-find"),
             ],

@@ -45,6 +45,7 @@ SUBCOMPONENTS = (
     "find_box",
     "pointer",
     "first_nonfinite",
+    "style",
 )
 
 
@@ -102,3 +103,5 @@ class ids:  # noqa: N801 - the Dash All-in-One convention: ModelGraph.ids.graph(
     find_box = staticmethod(lambda aio_id: make("find_box", aio_id))
     # the "first NaN/Inf" button of a value trace: opens, selects and centres where NaN/Inf first appears
     first_nonfinite = staticmethod(lambda aio_id: make("first_nonfinite", aio_id))
+    # style rules typed in the page ("re:.*attn.*=#e45756; cls:Linear=#4c78a8"), applied on Enter
+    style = staticmethod(lambda aio_id: make("style", aio_id))

@@ -192,11 +192,29 @@ class _Keep(logging.Handler):
         self.records.append(record)
 
 
+_LOGGED_PACKAGES = ("torch.export", "torch._export")
+
+
+def _export_loggers() -> list[logging.Logger]:
+    """The loggers ``torch.export.load`` writes to: the two packages' own and every logger below them that
+    exists. The children count because torch gives the ones it registers (``torch._export.serde.serialize``
+    among them) a handler of their own and ``propagate = False``, so their records never reach a parent."""
+    names = set(_LOGGED_PACKAGES)
+    names.update(
+        name
+        for name, lg in list(logging.Logger.manager.loggerDict.items())
+        if isinstance(lg, logging.Logger) and name.startswith(tuple(p + "." for p in _LOGGED_PACKAGES))
+    )
+    return [logging.getLogger(name) for name in sorted(names)]
+
+
 @contextmanager
 def _captured_log() -> Iterator[list[logging.LogRecord]]:
     """What ``torch.export.load`` logs while it runs, kept instead of printed (it logs the real error of a
-    failed load, then raises a bare RuntimeError)."""
-    loggers = [logging.getLogger(name) for name in ("torch.export", "torch._export")]
+    failed load, then raises a bare RuntimeError). Kept records are never formatted: torch's own fallback
+    warning for example inputs passes fewer arguments than its message has ``%s``, and formatting it prints
+    "--- Logging error ---" with a traceback (or, under a handler that re-raises, fails the load)."""
+    loggers = _export_loggers()
     keep = _Keep()
     saved = [(lg.handlers, lg.propagate) for lg in loggers]  # torch's own handler may sit on the logger
     for lg in loggers:
