@@ -4,9 +4,12 @@ cache of whole-view layouts elsewhere in the process), so memory measured with t
 from __future__ import annotations
 
 import gc
+import os
+import subprocess
+import sys
 import tracemalloc
+from pathlib import Path
 
-import pytest
 from support_graphs import stack_graph
 
 from torchvista_dash import layout
@@ -24,8 +27,7 @@ def _explore(tid: str, depths: tuple[int, ...]) -> None:
         state.drawn_figure(tid, spec, DrawOptions())
 
 
-def test_evicted_traces_give_their_memory_back(dot_binary: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(registry.MAX_TRACES_ENV, "2")
+def _measure() -> None:
     # warm the process-wide parts first (pieces, interned strings, imports), then measure only the traces
     warm = Trace(stack_graph(40, d=16 + 99))
     _explore(registry.register(warm), (1, 2))
@@ -63,3 +65,22 @@ def test_evicted_traces_give_their_memory_back(dot_binary: str, monkeypatch: pyt
         assert rest < after
     finally:
         tracemalloc.stop()
+
+
+def test_evicted_traces_give_their_memory_back(dot_binary: str) -> None:
+    """Measured in a process of its own, as a server's is: other tests' traces, threads and caches in this
+    process would otherwise be counted as the measured traces' memory."""
+    here = Path(__file__).resolve().parent
+    env = {
+        **os.environ,
+        registry.MAX_TRACES_ENV: "2",
+        "PYTHONPATH": os.pathsep.join(str(p) for p in (here.parents[1], here.parent, here)),
+    }
+    run = subprocess.run(
+        [sys.executable, "-c", "import test_app_memory as m; m._measure()"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
